@@ -1,0 +1,158 @@
+"""Named scales (``ci``, ``book``, ``paper``) and the chapter registry.
+
+Every chapter notebook has a ``parameters`` cell with ``scale``, ``device`` and ``seed`` plus chapter knobs that
+default to ``None`` ("take it from the scale").  :func:`resolve` turns the scale name and those knobs into one
+validated, frozen configuration, raising :class:`ValueError` before any computation when a name or value is wrong.
+
+* ``ci``    seconds per notebook on 2 CPU cores; used by the tests.
+* ``book``  the default and what the rendered book shows; minutes on a CPU.
+* ``paper`` the paper's own settings for a GPU user; may need downloaded data (the chapter says which).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+import torch
+
+SCALES = ("ci", "book", "paper")
+
+
+@dataclass(frozen=True)
+class Chapter:
+    """A chapter of the book: its key (used on the command line), notebook and title."""
+
+    key: str
+    notebook: str  # path relative to the repository root
+    title: str
+
+
+CHAPTERS: dict[str, Chapter] = {
+    c.key: c
+    for c in (
+        Chapter(
+            "ziller2024",
+            "notebooks/ziller2024.ipynb",
+            "Bounding reconstruction attack success of adversaries without data priors",
+        ),
+    )
+}
+
+
+def chapter(key: str) -> Chapter:
+    """The registered chapter called ``key``; a clear error lists the valid keys otherwise."""
+    if key not in CHAPTERS:
+        raise ValueError(f"chapter={key!r} is unknown; valid chapters: {', '.join(CHAPTERS)}")
+    return CHAPTERS[key]
+
+
+def check_scale(scale: str) -> str:
+    if scale not in SCALES:
+        raise ValueError(f"scale={scale!r} is unknown; valid scales: {', '.join(SCALES)}")
+    return scale
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    """``"auto"`` means CUDA when available, else CPU; anything else must name a usable torch device."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(device)
+    except RuntimeError as err:
+        raise ValueError(f"device={device!r} is not a torch device (use 'auto', 'cpu' or 'cuda[:k]')") from err
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={device!r} was asked for but CUDA is not available here; use 'auto' or 'cpu'")
+    return dev
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Ziller et al. 2024
+# ---------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ZillerScale:
+    """Settings of the Ziller et al. (2024) chapter.
+
+    ``resolution`` and ``n_images`` define the Figure 1/4 data (``n_images`` RGB images, ``resolution`` pixels
+    square); ``sigmas`` and ``clip_norms`` the grid of noise multipliers and maximum gradient norms;
+    ``fig3_resolutions`` the three resolutions of the single image of Figure 3 and Figures 5-8, with
+    ``fig3_draws`` noise draws per cell; ``n_mc`` the Monte-Carlo sample size of the distributional checks;
+    ``n_opacus`` the number of privatised gradients drawn through opacus for the observation-model test;
+    ``image_source`` is ``"photos"`` (scikit-image's bundled photographs) or ``"imagenet"`` (a folder the user
+    supplies, see :func:`compendium.data.imagenet_folder`); ``use_lpips`` asks for the perceptual metric.
+    """
+
+    scale: str
+    device: str
+    seed: int
+    n_images: int
+    resolution: int
+    sigmas: tuple[float, ...]
+    clip_norms: tuple[float, ...]
+    fig3_resolutions: tuple[int, int, int]
+    fig3_draws: int
+    n_mc: int
+    n_opacus: int
+    image_source: str
+    imagenet_dir: str | None
+    use_lpips: bool
+
+    def __post_init__(self) -> None:
+        check_scale(self.scale)
+        _positive_int("n_images", self.n_images)
+        _positive_int("resolution", self.resolution, minimum=8)
+        _positive_int("fig3_draws", self.fig3_draws)
+        _positive_int("n_mc", self.n_mc, minimum=100)
+        _positive_int("n_opacus", self.n_opacus, minimum=50)
+        for s in self.sigmas:
+            if not s > 0:
+                raise ValueError(f"sigmas must be > 0 (noise multipliers); got {s!r}")
+        for c in self.clip_norms:
+            if not c > 0:
+                raise ValueError(f"clip_norms must be > 0 (maximum gradient norms); got {c!r}")
+        if len(self.fig3_resolutions) != 3 or any(r < 4 for r in self.fig3_resolutions):
+            raise ValueError(f"fig3_resolutions must be three sizes >= 4 px; got {self.fig3_resolutions!r}")
+        if self.image_source not in ("photos", "imagenet"):
+            raise ValueError(f"image_source={self.image_source!r}; allowed: 'photos', 'imagenet'")
+        if self.image_source == "imagenet" and self.imagenet_dir is None:
+            raise ValueError("image_source='imagenet' needs imagenet_dir (a folder of ImageNet validation JPEGs)")
+
+
+ZILLER_SCALES = {
+    "ci": dict(
+        n_images=12, resolution=16, sigmas=(1e-3, 1e-2, 1e-1, 1.0), clip_norms=(0.1, 1.0, 10.0, 100.0),
+        fig3_resolutions=(8, 16, 32), fig3_draws=8, n_mc=4000, n_opacus=300, image_source="photos",
+        imagenet_dir=None, use_lpips=False,
+    ),
+    "book": dict(
+        n_images=100, resolution=32, sigmas=tuple(float(s) for s in torch.logspace(-3, 1, 9)),
+        clip_norms=(0.1, 1.0, 10.0, 100.0, 1000.0), fig3_resolutions=(8, 32, 128), fig3_draws=50,
+        n_mc=20_000, n_opacus=2000, image_source="photos", imagenet_dir=None, use_lpips=False,
+    ),
+    "paper": dict(
+        n_images=100, resolution=224, sigmas=tuple(float(s) for s in torch.logspace(-4, 2, 25)),
+        clip_norms=(1e-2, 1.0, 10.0, 1e2, 1e3, 1e4), fig3_resolutions=(32, 224, 1024), fig3_draws=50,
+        n_mc=200_000, n_opacus=20_000, image_source="imagenet", imagenet_dir="data/imagenet-val", use_lpips=True,
+    ),
+}
+
+
+def ziller(scale: str = "book", device: str = "auto", seed: int = 0, **overrides) -> ZillerScale:
+    """Resolve the Ziller et al. chapter's settings: the scale's values, replaced by every override not ``None``."""
+    check_scale(scale)
+    resolve_device(device)
+    known = {f.name for f in fields(ZillerScale)}
+    unknown = set(overrides) - known
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {sorted(unknown)}; valid: {sorted(known - {'scale', 'device', 'seed'})}")
+    base = ZillerScale(scale=scale, device=device, seed=int(seed), **ZILLER_SCALES[scale])
+    return replace(base, **{k: (tuple(v) if isinstance(v, list) else v) for k, v in overrides.items() if v is not None})
+
+
+def _positive_int(name: str, value, minimum: int = 1) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+
+
+def repository_root() -> Path:
+    """The repository root (the folder holding ``_config.yml``), for the build pipeline."""
+    return Path(__file__).resolve().parent.parent
