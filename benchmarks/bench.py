@@ -1,0 +1,70 @@
+"""Wall-clock timings of the test suite, of each chapter at each scale and of the whole book, against the budgets.
+
+    python benchmarks/bench.py [--skip-tests] [--scales ci,book]
+
+Budgets: the test suite (``python -m pytest -q``) under 600 s; the whole book at ``book`` scale (every chapter
+executed afresh, then rendered) under 1800 s.  Chapters are executed with ``force`` into a temporary folder, so
+the timings never come from the cache and ``_build`` is left alone.  Exits 1 when anything fails or is over budget.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from compendium import book, scales
+
+TEST_BUDGET_S = 600
+BOOK_BUDGET_S = 1800
+
+
+def timed(action) -> tuple[float, bool]:
+    """Seconds ``action()`` took and whether it succeeded (returned something other than False, raised nothing)."""
+    start = time.perf_counter()
+    try:
+        ok = action() is not False
+    except (book.ChapterExecutionError, book.BookBuildError) as err:
+        print(f"FAILED: {err}", file=sys.stderr)
+        ok = False
+    return time.perf_counter() - start, ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--skip-tests", action="store_true", help="do not time the test suite")
+    parser.add_argument("--scales", default="ci,book", help="comma-separated scales to time each chapter at")
+    args = parser.parse_args(argv)
+    try:
+        chosen = [scales.check_scale(s) for s in args.scales.split(",")]
+    except ValueError as err:
+        parser.error(str(err))
+
+    rows: list[tuple[str, float, int | None, bool]] = []  # (what, seconds, budget, succeeded)
+    if not args.skip_tests:
+        command = [sys.executable, "-m", "pytest", "-q"]
+        seconds, ok = timed(lambda: subprocess.run(command, cwd=scales.repository_root()).returncode == 0)
+        rows.append(("test suite", seconds, TEST_BUDGET_S, ok))
+    with tempfile.TemporaryDirectory() as tmp:
+        for scale in chosen:
+            for key in scales.CHAPTERS:
+                run = functools.partial(book.execute_chapter, key, scale=scale, out_dir=Path(tmp) / scale, force=True)
+                seconds, ok = timed(run)
+                rows.append((f"chapter {key} @ {scale}", seconds, None, ok))
+        seconds, ok = timed(lambda: book.build_book(scale="book", force=True, out=Path(tmp) / "site"))
+        rows.append(("whole book @ book (execute + render)", seconds, BOOK_BUDGET_S, ok))
+
+    print(f"\n{'what':<44}{'seconds':>10}{'budget':>10}  status")
+    failed = False
+    for what, seconds, budget, ok in rows:
+        passed = ok and (budget is None or seconds < budget)
+        failed |= not passed
+        print(f"{what:<44}{seconds:>10.1f}{budget if budget is not None else '-':>10}  {'PASS' if passed else 'FAIL'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

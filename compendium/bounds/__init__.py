@@ -1,0 +1,1 @@
+"""Closed forms, one module per paper (formula and the paper's equation number in each docstring)."""

@@ -1,0 +1,158 @@
+"""Reconstruction metrics, one definition each, batched over the first axis.
+
+All functions take a ground truth ``x`` and a reconstruction ``y`` of shape (batch, ...) (images: (B, C, H, W)) on
+any device and return one value per sample as a float64 tensor.  Where scikit-image defines the same metric the
+numbers agree with it (tested): MSE, PSNR with the ground truth's dynamic range as the peak (Ziller et al. 2024,
+Def. 2; scikit-image's ``data_range=x.max()-x.min()``), NMI (``normalized_mutual_information``, 100 bins) and SSIM
+(``structural_similarity`` with its defaults: 7x7 uniform window, K1=0.01, K2=0.03, sample covariances,
+``data_range=1``).  They are written in torch rather than called from scikit-image so that a whole grid of
+reconstructions is scored in one batched call on the CPU or a GPU.
+"""
+from __future__ import annotations
+
+import functools
+
+import torch
+import torch.nn.functional as F
+
+
+def _pair(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    if x.shape != y.shape:
+        raise ValueError(f"x and y must have the same shape; got {tuple(x.shape)} and {tuple(y.shape)}")
+    if x.ndim < 2:
+        raise ValueError(f"x and y must be batched, shape (batch, ...); got {tuple(x.shape)}")
+    return x.double(), y.double()
+
+
+def mse(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Ziller et al. (2024) Def. 1: ``MSE(X, Y) = 1/N sum_i (x_i - y_i)^2`` per sample."""
+    x, y = _pair(x, y)
+    return (x - y).flatten(1).pow(2).mean(1)
+
+
+def psnr(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Ziller et al. (2024) Def. 2: ``PSNR = 10 log10((max X - min X)^2 / MSE(X, Y))`` dB, peak from the ground truth."""
+    x, y = _pair(x, y)
+    xf = x.flatten(1)
+    rng = xf.max(1).values - xf.min(1).values
+    return 10.0 * torch.log10(rng**2 / mse(x, y))
+
+
+def ncc(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Ziller et al. (2024) Def. 3: Pearson correlation of the flattened samples, ``Cov(X,Y)/(sigma_X sigma_Y)``.
+
+    The same 1/N normalisation in numerator and denominator (the paper mixes them, see the chapter's errata).
+    """
+    x, y = _pair(x, y)
+    a = x.flatten(1) - x.flatten(1).mean(1, keepdim=True)
+    b = y.flatten(1) - y.flatten(1).mean(1, keepdim=True)
+    return (a * b).sum(1) / torch.sqrt((a * a).sum(1) * (b * b).sum(1))
+
+
+def _bin_index(v: torch.Tensor, bins: int) -> torch.Tensor:
+    """numpy.histogramdd's bin of each value, edges ``linspace(min, max, bins + 1)`` per sample, last edge closed."""
+    lo = v.min(1, keepdim=True).values
+    hi = v.max(1, keepdim=True).values
+    step = (hi - lo) / bins
+    edges = lo + torch.arange(bins + 1, dtype=v.dtype, device=v.device) * step  # numpy's linspace
+    edges[:, -1] = hi[:, 0]
+    idx = torch.searchsorted(edges.contiguous(), v.contiguous(), right=True) - 1
+    return idx.clamp_(0, bins - 1)
+
+
+def nmi(x: torch.Tensor, y: torch.Tensor, bins: int = 100) -> torch.Tensor:
+    """Ziller et al. (2024) Def. C.1 (Studholme et al. 1999): ``NMI = (H(X) + H(Y)) / H(X, Y)`` from a joint histogram.
+
+    Values lie in [1, 2]: 2 for identical images; for independent ones a finite-sample floor above 1.
+    """
+    x, y = _pair(x, y)
+    xf, yf = x.flatten(1), y.flatten(1)
+    batch = xf.shape[0]
+    joint_idx = _bin_index(xf, bins) * bins + _bin_index(yf, bins)
+    offsets = torch.arange(batch, device=xf.device)[:, None] * bins * bins
+    counts = torch.bincount((joint_idx + offsets).flatten(), minlength=batch * bins * bins)
+    p = counts.reshape(batch, bins, bins).double()
+    p = p / p.sum((1, 2), keepdim=True)
+
+    def entropy(q: torch.Tensor) -> torch.Tensor:
+        return -(q * torch.log(torch.where(q > 0, q, 1.0))).flatten(1).sum(1)
+
+    return (entropy(p.sum(2)) + entropy(p.sum(1))) / entropy(p)
+
+
+def ssim(x: torch.Tensor, y: torch.Tensor, data_range: float = 1.0, win_size: int = 7) -> torch.Tensor:
+    """Structural similarity (Wang et al. 2004) with scikit-image's defaults, averaged over channels and pixels.
+
+    Local means, variances and covariance over a ``win_size`` uniform window (sample covariances, factor
+    ``w^2/(w^2-1)``), ``S = (2 mu_x mu_y + C1)(2 s_xy + C2) / ((mu_x^2 + mu_y^2 + C1)(s_x^2 + s_y^2 + C2))`` with
+    ``C1 = (0.01 L)^2``, ``C2 = (0.03 L)^2``; mean over the window positions that fit inside the image.
+    """
+    x, y = _pair(x, y)
+    if x.ndim != 4:
+        raise ValueError(f"ssim expects images of shape (batch, channels, height, width); got {tuple(x.shape)}")
+    if min(x.shape[-2:]) < win_size:
+        raise ValueError(f"images must be at least win_size={win_size} pixels; got {tuple(x.shape[-2:])}")
+    b, c = x.shape[:2]
+    x = x.reshape(b * c, 1, *x.shape[2:])
+    y = y.reshape(b * c, 1, *y.shape[2:])
+
+    def f(z: torch.Tensor) -> torch.Tensor:
+        return F.avg_pool2d(z, win_size, stride=1)
+
+    cov_norm = win_size**2 / (win_size**2 - 1)
+    ux, uy = f(x), f(y)
+    vx = cov_norm * (f(x * x) - ux * ux)
+    vy = cov_norm * (f(y * y) - uy * uy)
+    vxy = cov_norm * (f(x * y) - ux * uy)
+    c1, c2 = (0.01 * data_range) ** 2, (0.03 * data_range) ** 2
+    s = ((2 * ux * uy + c1) * (2 * vxy + c2)) / ((ux * ux + uy * uy + c1) * (vx + vy + c2))
+    return s.reshape(b, -1).mean(1)
+
+
+class LPIPSUnavailable(RuntimeError):
+    """LPIPS cannot be computed here: the optional extra or its downloaded backbone weights are missing."""
+
+
+@functools.lru_cache(maxsize=2)
+def _lpips_model(net: str, pretrained_backbone: bool):
+    try:
+        import lpips  # optional extra: pip install -e ".[lpips]"
+    except ImportError as err:
+        raise LPIPSUnavailable(
+            "the LPIPS metric needs the optional extra: pip install -e \".[lpips]\" (it pulls torchvision and a "
+            "CUDA build of torch on Linux)"
+        ) from err
+    try:
+        model = lpips.LPIPS(net=net, pretrained=True, pnet_rand=not pretrained_backbone, verbose=False)
+    except Exception as err:  # the torchvision backbone download fails offline with URLError/OSError
+        raise LPIPSUnavailable(
+            f"LPIPS could not load the ImageNet {net} backbone weights (torchvision downloads them on first use; "
+            f"this machine may be offline): {err}"
+        ) from err
+    return model.eval()
+
+
+def lpips(x: torch.Tensor, y: torch.Tensor, net: str = "alex", pretrained_backbone: bool = True) -> torch.Tensor:
+    """Learned perceptual image patch similarity (Zhang et al. 2018), images in [0, 1] rescaled to [-1, 1].
+
+    Needs the ``lpips`` extra and its backbone weights; raises :class:`LPIPSUnavailable` with the reason otherwise.
+    ``pretrained_backbone=False`` uses a random backbone with the real linear heads: only for testing the plumbing.
+    """
+    if x.shape != y.shape or x.ndim != 4 or x.shape[1] != 3:
+        raise ValueError(f"lpips expects two RGB batches of the same shape (B, 3, H, W); got {tuple(x.shape)}, {tuple(y.shape)}")
+    model = _lpips_model(net, pretrained_backbone).to(x.device)
+    with torch.no_grad():
+        d = model(x.float() * 2 - 1, y.float() * 2 - 1)
+    return d.flatten().double()
+
+
+def lpips_status() -> tuple[bool, str]:
+    """Whether real LPIPS can be computed here, and why not."""
+    try:
+        _lpips_model("alex", True)
+    except LPIPSUnavailable as err:
+        return False, str(err)
+    return True, "LPIPS (AlexNet) available"
+
+
+ALL = {"MSE": mse, "PSNR": psnr, "NCC": ncc, "NMI": nmi, "SSIM": ssim}

@@ -1,0 +1,93 @@
+"""The command line refuses bad arguments up front; the execution cache skips, recomputes and fails cleanly."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from compendium import book, scales
+
+CHAPTER = next(iter(scales.CHAPTERS))
+
+
+@pytest.mark.parametrize(
+    "args, listed",
+    [
+        (["run", "no-such-chapter"], list(scales.CHAPTERS)),
+        (["build", "--scale", "huge"], list(scales.SCALES)),
+        (["run", CHAPTER, "--scale", "huge"], list(scales.SCALES)),
+        (["run", CHAPTER, "--seed", "-1"], [">= 0"]),
+        (["build", "--device", "tpu"], ["auto", "cpu", "cuda"]),
+    ],
+    ids=["chapter", "build-scale", "run-scale", "seed", "device"],
+)
+def test_bad_arguments_exit_2_and_list_valid_values(args: list[str], listed: list[str], tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "compendium", *args], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    for value in listed:
+        assert value in result.stderr, f"{value!r} missing from: {result.stderr}"
+    assert "Executing" not in result.stderr + result.stdout
+
+
+def test_execute_chapter_validates_before_work(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=CHAPTER):
+        book.execute_chapter("no-such-chapter", out_dir=tmp_path)
+    with pytest.raises(ValueError, match="valid scales"):
+        book.execute_chapter(CHAPTER, scale="huge", out_dir=tmp_path)
+    with pytest.raises(ValueError, match="seed"):
+        book.execute_chapter(CHAPTER, seed=-3, out_dir=tmp_path)
+    with pytest.raises(ValueError, match="extra_parameters"):
+        book.execute_chapter(CHAPTER, extra_parameters={"scale": "ci"}, out_dir=tmp_path)
+    assert not any(tmp_path.iterdir())
+
+
+def _tiny_notebook(path: Path, body: str) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = 0", metadata={"tags": ["parameters"]}), nbformat.v4.new_code_cell(body)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+    return path
+
+
+def _printed(notebook: Path) -> str:
+    cells = json.loads(notebook.read_text())["cells"]
+    return "".join("".join(out.get("text", "")) for cell in cells for out in cell.get("outputs", []))
+
+
+def test_cache_skips_unchanged_and_recomputes_changed(tmp_path: Path) -> None:
+    source = _tiny_notebook(tmp_path / "tiny.ipynb", "print(x * 10)")
+    target = tmp_path / "out" / "tiny.ipynb"
+    assert book.execute_notebook(source, target, {"x": 1})
+    assert _printed(target) == "10\n"
+    assert book.stored_key(target) == book.cache_key(source, {"x": 1})
+    assert not book.execute_notebook(source, target, {"x": 1}), "an unchanged run was re-executed"
+    assert book.execute_notebook(source, target, {"x": 2}), "a changed parameter did not recompute"
+    assert _printed(target) == "20\n"
+    assert book.execute_notebook(source, target, {"x": 2}, force=True), "force did not recompute"
+
+
+def test_cache_key_covers_notebook_parameters_and_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = _tiny_notebook(tmp_path / "tiny.ipynb", "print(x)")
+    key = book.cache_key(source, {"x": 1, "y": [1, 2]})
+    assert key == book.cache_key(source, {"y": [1, 2], "x": 1}), "the key depends on the parameters' order"
+    assert key != book.cache_key(source, {"x": 1, "y": [1, 3]})
+    _tiny_notebook(source, "print(x + 1)")
+    assert key != book.cache_key(source, {"x": 1, "y": [1, 2]})
+    changed = book.cache_key(source, {"x": 1})
+    monkeypatch.setattr(book, "package_digest", lambda: "a changed package")
+    assert changed != book.cache_key(source, {"x": 1})
+
+
+def test_failed_execution_names_the_chapter_and_keeps_no_result(tmp_path: Path) -> None:
+    source = _tiny_notebook(tmp_path / "broken.ipynb", "raise RuntimeError('boom')")
+    target = tmp_path / "out" / "broken.ipynb"
+    with pytest.raises(book.ChapterExecutionError, match=r"chapter 'broken'.*boom.*broken\.failed\.ipynb"):
+        book.execute_notebook(source, target, {"x": 1}, label="broken")
+    assert not target.exists()
+    assert (tmp_path / "out" / "broken.failed.ipynb").exists()
+    assert [p.name for p in target.parent.iterdir()] == ["broken.failed.ipynb"]

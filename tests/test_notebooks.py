@@ -1,0 +1,68 @@
+"""Chapter notebooks: the sources are clean and parametrised; the executed ``ci`` copies re-execute under nbval.
+
+nbval runs in lax mode: every cell must run without error (so the assert-cells hold), and the outputs of cells
+tagged ``nbval-check-output`` must reproduce exactly (determinism).
+"""
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from compendium import scales
+
+ROOT = scales.repository_root()
+SOURCES = sorted(p for p in (ROOT / "notebooks").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+DEFAULTS = {"scale": "book", "device": "auto", "seed": 0}
+
+
+@pytest.mark.parametrize("key", list(scales.CHAPTERS))
+def test_executed_notebook_reproduces_under_nbval(key: str, executed_notebooks: dict[str, Path]) -> None:
+    notebook = executed_notebooks[key]
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-kernel-name", "python3", "-p", "no:cacheprovider",
+         str(notebook)],
+        cwd=notebook.parent, capture_output=True, text=True,
+    )
+    report = result.stdout + result.stderr
+    assert result.returncode == 0, f"nbval failed on {notebook}:\n{report}"
+    passed = re.search(r"(\d+) passed", report)
+    assert passed and int(passed.group(1)) > 0, f"nbval ran no cells of {notebook}:\n{report}"
+
+
+def _assigned_values(source: str) -> dict[str, object]:
+    """Names assigned literal values at the top level of a cell (``x = 1`` or ``x: int = 1``)."""
+    values = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            values[node.targets[0].id] = ast.literal_eval(node.value)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            values[node.target.id] = ast.literal_eval(node.value)
+    return values
+
+
+def test_chapters_are_registered_sources() -> None:
+    assert SOURCES, "no notebooks under notebooks/"
+    for chapter in scales.CHAPTERS.values():
+        assert ROOT / chapter.notebook in SOURCES, f"chapter {chapter.key}: {chapter.notebook} does not exist"
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=[p.relative_to(ROOT).as_posix() for p in SOURCES])
+def test_source_notebook_is_clean_and_parametrised(path: Path) -> None:
+    nb = nbformat.read(path, as_version=4)
+    assert nb.metadata.get("kernelspec", {}).get("name") == "python3", "kernelspec name must be python3"
+    code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    for i, cell in enumerate(code):
+        assert not cell.outputs, f"code cell {i} has stored outputs; clear them before committing"
+        assert cell.execution_count is None, f"code cell {i} has an execution count; clear it before committing"
+
+    tagged = [i for i, cell in enumerate(code) if "parameters" in cell.metadata.get("tags", [])]
+    assert tagged == [0], f"exactly one code cell, the first, must be tagged 'parameters'; tagged: {tagged}"
+    values = _assigned_values(code[0].source)
+    for name, default in DEFAULTS.items():
+        assert values.get(name, "<missing>") == default, f"the parameters cell must define {name} = {default!r}"

@@ -1,0 +1,194 @@
+"""The rendered book (built once per session at ``ci`` scale): pages, links, figures, offline math, and how it looks
+in a real headless Chromium."""
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import re
+import threading
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+import yaml
+from bs4 import BeautifulSoup
+
+from compendium import scales
+
+ROOT = scales.repository_root()
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+
+
+def toc_files() -> list[str]:
+    """Every document of ``_toc.yml``: the root and each ``file`` entry, at any depth."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            if "file" in node:
+                files.append(node["file"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk({k: v for k, v in toc.items() if k != "root"})
+    return files
+
+
+PAGES = toc_files()
+CHAPTER_PAGES = [str(Path(c.notebook).with_suffix("")) for c in scales.CHAPTERS.values()]
+
+
+@functools.lru_cache(maxsize=None)
+def soup(path: Path) -> BeautifulSoup:
+    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+
+
+@functools.lru_cache(maxsize=None)
+def ids(path: Path) -> frozenset[str]:
+    page = soup(path)
+    named = page.find_all("a", attrs={"name": True})
+    return frozenset(e["id"] for e in page.find_all(id=True)) | frozenset(e["name"] for e in named)
+
+
+def internal_links(site: Path, page: Path):
+    """(attribute value, target file, fragment) for every href/src of ``page`` that points inside the site."""
+    for element in soup(page).find_all(lambda tag: tag.has_attr("href") or tag.has_attr("src")):
+        for attribute in ("href", "src"):
+            url = element.get(attribute)
+            if not url:
+                continue
+            parts = urlsplit(url)
+            if parts.scheme or parts.netloc:
+                continue
+            target = page if not parts.path else (page.parent / unquote(parts.path)).resolve()
+            if target.is_dir():
+                target = target / "index.html"
+            yield url, target, parts.fragment
+
+
+def test_one_page_per_toc_entry(site: Path) -> None:
+    missing = [f for f in PAGES if not (site / f"{f}.html").is_file()]
+    assert not missing, f"pages of _toc.yml not rendered: {missing}"
+    assert (site / "index.html").is_file()
+
+
+def test_no_broken_internal_links(site: Path) -> None:
+    broken = []
+    for page in sorted(site.rglob("*.html")):
+        if page.relative_to(site).parts[0] in ("_static", "_sources"):  # theme templates and source copies
+            continue
+        for url, target, fragment in internal_links(site, page):
+            where = f"{page.relative_to(site)}: {url}"
+            if site.resolve() not in target.parents:
+                broken.append(f"{where} (outside the site)")
+            elif not target.is_file():
+                broken.append(f"{where} (no such file)")
+            elif fragment and target.suffix == ".html" and unquote(fragment) not in ids(target):
+                broken.append(f"{where} (no element with id {fragment!r})")
+    assert not broken, "broken internal links:\n" + "\n".join(broken)
+
+
+def test_mathjax_is_local(site: Path) -> None:
+    local = 0
+    for page in site.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        assert not re.search(r"""(https?:)?//[^"'\s>]*mathjax""", text, re.IGNORECASE), f"{page}: MathJax from a CDN"
+        local += "_static/mathjax/tex-svg.js" in text
+    assert local, "no page loads the vendored MathJax"
+    assert (site / "_static" / "mathjax" / "tex-svg.js").is_file()
+
+
+@pytest.mark.parametrize("page", CHAPTER_PAGES)
+def test_chapter_pages_have_figures(site: Path, page: str) -> None:
+    html = site / f"{page}.html"
+    images = [img.get("src", "") for img in soup(html).find_all("img")]
+    existing = [src for src in images if src and not urlsplit(src).scheme and (html.parent / unquote(src)).is_file()]
+    assert existing, f"{page}: no figure (an <img> whose file exists); found {images}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A real browser
+# ---------------------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory):
+    """Headless Chromium through selenium; skipped when not installed (failed if COMPENDIUM_REQUIRE_BROWSER=1)."""
+    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
+    if missing:
+        reason = f"{', '.join(missing)} not found; install Debian's chromium and chromium-driver (`make test` does)"
+        if os.environ.get("COMPENDIUM_REQUIRE_BROWSER") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                     "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                     f"--user-data-dir={tmp_path_factory.mktemp('chromium')}", "--window-size=1280,900"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    driver.set_script_timeout(60)
+    driver.set_page_load_timeout(60)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture(scope="module")
+def server(site: Path):
+    """The site over http on 127.0.0.1 (a free port), as a reader's browser would load it."""
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+WAIT_FOR_MATHJAX = """
+const done = arguments[arguments.length - 1];
+const mj = window.MathJax;
+if (!mj || !mj.startup || !mj.startup.promise) { done("no MathJax"); return; }
+mj.startup.promise.then(() => done("ok"), (e) => done("error: " + e));
+"""
+
+INSPECT = """
+const article = document.querySelector("main") || document.body;
+const prose = article.cloneNode(true);
+prose.querySelectorAll("pre, code, script, style, .highlight, mjx-container").forEach((e) => e.remove());
+return {
+  brokenImages: [...document.images].filter((i) => !(i.complete && i.naturalWidth > 0)).map((i) => i.src),
+  images: document.images.length,
+  math: document.querySelectorAll(".math").length,
+  unrendered: [...document.querySelectorAll(".math")].filter((e) => !e.querySelector("mjx-container")).length,
+  rendered: document.querySelectorAll("mjx-container").length,
+  errors: [...document.querySelectorAll("mjx-merror")].map((e) => e.textContent),
+  rawTex: ["\\\\(", "\\\\[", "$$"].filter((s) => prose.textContent.includes(s)),
+};
+"""
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_renders_in_chromium(browser, server: str, site: Path, page: str) -> None:
+    browser.get(f"{server}/{page}.html")
+    mathjax = browser.execute_async_script(WAIT_FOR_MATHJAX)
+    state = browser.execute_script(INSPECT)
+    assert not state["brokenImages"], f"{page}: images that did not load: {state['brokenImages']}"
+    if page in CHAPTER_PAGES:
+        assert state["images"] > 0, f"{page}: a chapter page without a figure"
+    if soup(site / f"{page}.html").select(".math"):
+        assert mathjax == "ok", f"{page}: MathJax did not start ({mathjax})"
+        assert state["rendered"] > 0 and state["unrendered"] == 0, f"{page}: math left unrendered: {state}"
+    assert not state["errors"], f"{page}: MathJax errors: {state['errors']}"
+    assert not state["rawTex"], f"{page}: raw TeX delimiters {state['rawTex']} in the rendered text"
