@@ -20,6 +20,11 @@ from scipy import optimize, special
 # finish.  Below this sigma the PRV column is reported as out of range rather than attempted.
 PRV_MIN_EFFECTIVE_SIGMA = 0.03
 
+# Renyi orders for the RDP accountant: opacus' defaults (1.1 to 63) plus orders close to 1 (very small sigma) and up
+# to 4096 (very large sigma), so that the optimal order lies inside the range for every sigma the book uses.
+RDP_ORDERS = sorted(set(RDPAccountant.DEFAULT_ALPHAS) | set((1 + np.geomspace(1e-4, 0.1, 40)).tolist())
+                    | set(np.geomspace(64, 4096, 40).tolist()))
+
 
 def check_dp_parameters(max_grad_norm: float, noise_multiplier: float) -> None:
     """``ValueError`` unless ``max_grad_norm > 0`` and ``noise_multiplier >= 0`` (0 switches the noise off)."""
@@ -101,8 +106,9 @@ def epsilon(noise_multiplier: float, steps: int = 1, delta: float = 1e-5, sample
         raise ValueError(f"accountant={accountant!r}; allowed: 'rdp', 'prv'")
     acc.history = [(float(noise_multiplier), float(sample_rate), int(steps))]
     with warnings.catch_warnings(), np.errstate(all="ignore"):  # both accountants warn on log(0) at q = 1
-        warnings.filterwarnings("ignore", message="Optimal order is the largest alpha")
         warnings.filterwarnings("ignore", category=RuntimeWarning)
+        if accountant == "rdp":
+            return float(acc.get_epsilon(delta=delta, alphas=RDP_ORDERS))
         return float(acc.get_epsilon(delta=delta))
 
 

@@ -101,8 +101,12 @@ class ZillerScale:
         _positive_int("n_images", self.n_images)
         _positive_int("resolution", self.resolution, minimum=8)
         _positive_int("fig3_draws", self.fig3_draws)
-        _positive_int("n_mc", self.n_mc, minimum=100)
+        _positive_int("n_mc", self.n_mc, minimum=1000)
         _positive_int("n_opacus", self.n_opacus, minimum=50)
+        for name in ("sigmas", "clip_norms"):
+            grid = getattr(self, name)
+            if not isinstance(grid, tuple) or not grid:
+                raise ValueError(f"{name} must be a non-empty list or tuple of numbers; got {grid!r}")
         for s in self.sigmas:
             if not s > 0:
                 raise ValueError(f"sigmas must be > 0 (noise multipliers); got {s!r}")
@@ -120,18 +124,18 @@ class ZillerScale:
 ZILLER_SCALES = {
     "ci": dict(
         n_images=12, resolution=16, sigmas=(1e-3, 1e-2, 1e-1, 1.0), clip_norms=(0.1, 1.0, 10.0, 100.0),
-        fig3_resolutions=(8, 16, 32), fig3_draws=8, n_mc=4000, n_opacus=300, image_source="photos",
+        fig3_resolutions=(8, 16, 32), fig3_draws=8, n_mc=100_000, n_opacus=300, image_source="photos",
         imagenet_dir=None, use_lpips=False,
     ),
     "book": dict(
         n_images=100, resolution=32, sigmas=tuple(float(s) for s in torch.logspace(-3, 1, 9)),
         clip_norms=(0.1, 1.0, 10.0, 100.0, 1000.0), fig3_resolutions=(8, 32, 128), fig3_draws=50,
-        n_mc=20_000, n_opacus=2000, image_source="photos", imagenet_dir=None, use_lpips=False,
+        n_mc=400_000, n_opacus=2000, image_source="photos", imagenet_dir=None, use_lpips=False,
     ),
     "paper": dict(
         n_images=100, resolution=224, sigmas=tuple(float(s) for s in torch.logspace(-4, 2, 25)),
         clip_norms=(1e-2, 1.0, 10.0, 1e2, 1e3, 1e4), fig3_resolutions=(32, 224, 1024), fig3_draws=50,
-        n_mc=200_000, n_opacus=20_000, image_source="imagenet", imagenet_dir="data/imagenet-val", use_lpips=True,
+        n_mc=2_000_000, n_opacus=20_000, image_source="imagenet", imagenet_dir="data/imagenet-val", use_lpips=True,
     ),
 }
 
@@ -145,7 +149,15 @@ def ziller(scale: str = "book", device: str = "auto", seed: int = 0, **overrides
     if unknown:
         raise ValueError(f"unknown parameter(s) {sorted(unknown)}; valid: {sorted(known - {'scale', 'device', 'seed'})}")
     base = ZillerScale(scale=scale, device=device, seed=int(seed), **ZILLER_SCALES[scale])
-    return replace(base, **{k: (tuple(v) if isinstance(v, list) else v) for k, v in overrides.items() if v is not None})
+    return replace(base, **{k: _as_tuple(v) for k, v in overrides.items() if v is not None})
+
+
+def _as_tuple(value):
+    """Lists and arrays given as overrides (e.g. by papermill) become tuples of Python numbers, so configs stay hashable."""
+    if isinstance(value, (list, tuple)) or hasattr(value, "tolist"):
+        items = value.tolist() if hasattr(value, "tolist") else value
+        return tuple(items) if isinstance(items, list) else items
+    return value
 
 
 def _positive_int(name: str, value, minimum: int = 1) -> None:

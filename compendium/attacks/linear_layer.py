@@ -17,7 +17,7 @@ from __future__ import annotations
 import warnings
 
 import torch
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from ..dp import check_dp_parameters, make_dp_sgd
 
@@ -46,8 +46,7 @@ def reconstruct(
     ``max_grad_norm >= ||X||`` recovers ``X`` exactly.
     """
     check_dp_parameters(max_grad_norm, noise_multiplier)
-    if int(steps) != steps or steps < 1:
-        raise ValueError(f"steps must be an integer >= 1; got {steps!r}")
+    _check_steps(steps)
     if not lr > 0:
         raise ValueError(f"lr must be > 0; got {lr!r}")
     flat = images.reshape(images.shape[0], -1)
@@ -101,9 +100,15 @@ def sample_release(
     ``n_draws`` the result has a leading axis of that many independent draws.
     """
     check_dp_parameters(max_grad_norm, noise_multiplier)
+    _check_steps(steps)
     flat = images.reshape(images.shape[0], -1)
     beta = (max_grad_norm / flat.norm(dim=1)).clamp(max=1.0)
     shape = images.shape if n_draws is None else (n_draws, *images.shape)
     noise = torch.randn(shape, generator=generator, device=images.device, dtype=images.dtype)
     scale = max_grad_norm * noise_multiplier / steps**0.5
     return beta.reshape(-1, *([1] * (images.ndim - 1))) * images + scale * noise
+
+
+def _check_steps(steps) -> None:
+    if int(steps) != steps or steps < 1:
+        raise ValueError(f"steps must be an integer >= 1; got {steps!r}")

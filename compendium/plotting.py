@@ -1,0 +1,86 @@
+"""One figure style for the whole book: theory as dashed lines, experiment as points or box plots.
+
+Colours follow the papers where they name them (Ziller et al.: bounds dashed orange, dimension-aware NCC bound
+dashed purple); our exact or corrected curves are dotted black.  Functions return figures; notebooks show them.
+"""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import seaborn as sns
+import torch
+
+BOUND = "#ff7f0e"  # the paper's bound on the expectation
+DIM_BOUND = "#9467bd"  # the dimension-aware NCC bound
+EXACT = "black"  # our exact / corrected theory
+EMPIRICAL = "#1f77b4"
+
+
+def set_style() -> None:
+    """The book's figure style (seaborn whitegrid, readable fonts, compact layout)."""
+    sns.set_theme(style="whitegrid", context="notebook", font_scale=0.95)
+    plt.rcParams.update({"figure.dpi": 110, "savefig.dpi": 110, "figure.constrained_layout.use": True,
+                         "legend.fontsize": "small", "axes.titlesize": "medium"})
+
+
+def metric_grid(frame, metrics, row, x="sigma", hue=None, theory=None, logy=(), units=None, title=None,
+                row_label=None, height=2.3):
+    """Empirical metrics (mean and 10-90 % band over samples) against ``x``, one row per value of ``row``.
+
+    ``frame`` is a pandas DataFrame with one line per (sample, ``row``, ``x``[, ``hue``]) and one column per metric.
+    ``theory`` maps ``(metric, row_value)`` to a list of ``(x_values, y_values, label, colour, linestyle)`` curves.
+    ``logy`` lists metrics drawn on a log axis; ``units`` maps a metric to its unit for the axis label.
+    """
+    rows = sorted(frame[row].unique())
+    hues = [None] if hue is None else sorted(frame[hue].unique())
+    palette = dict(zip(hues, sns.color_palette("viridis", len(hues)) if hue else [EMPIRICAL]))
+    fig, axes = plt.subplots(len(rows), len(metrics), figsize=(3.3 * len(metrics), height * len(rows)),
+                             sharex=True, squeeze=False)
+    for i, rv in enumerate(rows):
+        for j, m in enumerate(metrics):
+            ax = axes[i, j]
+            for h in hues:
+                sub = frame[frame[row] == rv] if h is None else frame[(frame[row] == rv) & (frame[hue] == h)]
+                stats = sub.groupby(x)[m].agg(["mean", lambda s: s.quantile(0.1), lambda s: s.quantile(0.9)])
+                label = "empirical mean (10-90 %)" if h is None else f"{hue} = {h}"
+                ax.plot(stats.index, stats["mean"], "o-", ms=3, lw=1, color=palette[h], label=label)
+                ax.fill_between(stats.index, stats.iloc[:, 1], stats.iloc[:, 2], color=palette[h], alpha=0.2, lw=0)
+            for xs, ys, label, colour, style in (theory or {}).get((m, rv), []):
+                ax.plot(xs, ys, style, color=colour, lw=1.4, label=label)
+            ax.set_xscale("log")
+            if m in logy:
+                ax.set_yscale("log")
+            if i == 0:
+                ax.set_title(m)
+            if i == len(rows) - 1:
+                ax.set_xlabel(r"noise multiplier $\sigma$" if x == "sigma" else x)
+            unit = f" [{units[m]}]" if units and m in units else ""
+            ax.set_ylabel(f"{row_label or row} = {rv:g}\n{m}{unit}" if j == 0 else f"{m}{unit}")
+    handles, labels = {}, []
+    for ax in axes.flat:
+        for hd, lb in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lb, hd)
+    fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncol=min(4, len(handles)))
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def image_grid(images: torch.Tensor, row_labels, col_labels, title=None, size=1.6):
+    """Show a (rows, cols, 3, H, W) tensor of images clamped to [0, 1], with row and column labels."""
+    rows, cols = images.shape[:2]
+    fig, axes = plt.subplots(rows, cols, figsize=(size * cols, size * rows), squeeze=False)
+    for i in range(rows):
+        for j in range(cols):
+            ax = axes[i, j]
+            ax.imshow(np.moveaxis(images[i, j].clamp(0, 1).cpu().numpy(), 0, -1), interpolation="nearest")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.grid(False)
+            if i == 0:
+                ax.set_title(col_labels[j], fontsize="small")
+            if j == 0:
+                ax.set_ylabel(row_labels[i], fontsize="small")
+    if title:
+        fig.suptitle(title)
+    return fig

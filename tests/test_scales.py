@@ -1,0 +1,138 @@
+"""Unit tests of compendium.scales: named scales resolve and validate, overrides, chapter registry, devices."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from compendium import scales
+
+
+@pytest.mark.parametrize("scale", scales.SCALES)
+def test_each_scale_resolves(scale):
+    cfg = scales.ziller(scale, device="cpu", seed=3)
+    assert isinstance(cfg, scales.ZillerScale)
+    assert (cfg.scale, cfg.device, cfg.seed) == (scale, "cpu", 3)
+    for key, value in scales.ZILLER_SCALES[scale].items():
+        assert getattr(cfg, key) == value
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.n_images = 5  # frozen
+
+
+def test_scales_grow_from_ci_to_paper():
+    ci, book, paper = (scales.ziller(s, device="cpu") for s in ("ci", "book", "paper"))
+    assert ci.n_images <= book.n_images <= paper.n_images
+    assert ci.resolution < book.resolution < paper.resolution
+    assert ci.n_mc < book.n_mc < paper.n_mc
+    assert ci.image_source == book.image_source == "photos" and paper.image_source == "imagenet"
+
+
+def test_default_is_book_scale():
+    cfg = scales.ziller()
+    assert cfg.scale == "book" and cfg.device == "auto" and cfg.seed == 0
+
+
+def test_unknown_scale_lists_valid_ones():
+    with pytest.raises(ValueError, match=r"scale='huge'.*ci, book, paper"):
+        scales.ziller("huge")
+    with pytest.raises(ValueError, match="ci, book, paper"):
+        scales.check_scale("CI")
+
+
+def test_chapter_registry():
+    ch = scales.chapter("ziller2024")
+    assert ch.key == "ziller2024" and ch.notebook == "notebooks/ziller2024.ipynb"
+    with pytest.raises(ValueError, match=r"chapter='nope'.*ziller2024"):
+        scales.chapter("nope")
+
+
+def test_overrides_replace_values_and_none_keeps():
+    cfg = scales.ziller("ci", device="cpu", n_images=3, sigmas=[0.5, 2.0], resolution=None, clip_norms=None)
+    assert cfg.n_images == 3
+    assert cfg.sigmas == (0.5, 2.0)  # lists become tuples
+    assert cfg.resolution == scales.ZILLER_SCALES["ci"]["resolution"]
+    assert cfg.clip_norms == scales.ZILLER_SCALES["ci"]["clip_norms"]
+    cfg2 = scales.ziller("paper", device="cpu", image_source="photos", use_lpips=False, imagenet_dir=None)
+    assert cfg2.image_source == "photos" and cfg2.use_lpips is False
+    assert cfg2.imagenet_dir == scales.ZILLER_SCALES["paper"]["imagenet_dir"]  # None keeps the scale's
+    cfg3 = scales.ziller("ci", device="cpu", image_source="imagenet", imagenet_dir="/data/val")
+    assert (cfg3.image_source, cfg3.imagenet_dir) == ("imagenet", "/data/val")
+
+
+@pytest.mark.parametrize("overrides, match", [
+    (dict(n_images=0), "n_images"),
+    (dict(n_images=2.5), "n_images"),
+    (dict(n_images=True), "n_images"),
+    (dict(resolution=4), "resolution"),
+    (dict(sigmas=(0.1, -1.0)), "sigmas"),
+    (dict(sigmas=(0.0,)), "sigmas"),
+    (dict(clip_norms=(1.0, 0.0)), "clip_norms"),
+    (dict(fig3_resolutions=(8, 16)), "fig3_resolutions"),
+    (dict(n_mc=10), "n_mc"),
+    (dict(n_opacus=10), "n_opacus"),
+    (dict(fig3_draws=0), "fig3_draws"),
+    (dict(image_source="mnist"), "image_source"),
+    (dict(image_source="imagenet"), "imagenet_dir"),
+    (dict(n_imgs=3), r"unknown parameter.*n_imgs.*n_images"),
+])
+def test_bad_overrides_raise(overrides, match):
+    with pytest.raises(ValueError, match=match):
+        scales.ziller("ci", device="cpu", **overrides)
+
+
+@pytest.mark.parametrize("overrides, match", [
+    (dict(sigmas=0.1), "sigmas"),
+    (dict(clip_norms=1.0), "clip_norms"),
+    (dict(sigmas=()), "sigmas"),
+    (dict(clip_norms=[]), "clip_norms"),
+])
+def test_grid_overrides_must_be_non_empty_sequences(overrides, match):
+    with pytest.raises(ValueError, match=match):
+        scales.ziller("ci", device="cpu", **overrides)
+
+
+def test_array_overrides_stored_as_tuples():
+    import numpy as np
+
+    cfg = scales.ziller("ci", device="cpu", sigmas=np.array([0.1, 1.0]))
+    assert cfg.sigmas == (0.1, 1.0)
+    hash(cfg)
+
+
+def test_bad_device_raises():
+    with pytest.raises(ValueError, match="device"):
+        scales.ziller("ci", device="tpu-ish")
+
+
+def test_resolve_device_auto():
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert scales.resolve_device("auto").type == expected
+    assert scales.resolve_device("cpu") == torch.device("cpu")
+
+
+def test_resolve_device_auto_is_cpu_here():
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is available on this machine")
+    assert scales.resolve_device("auto") == torch.device("cpu")
+    assert scales.resolve_device() == torch.device("cpu")
+
+
+def test_resolve_device_cuda_without_cuda_raises():
+    if torch.cuda.is_available():
+        assert scales.resolve_device("cuda").type == "cuda"
+        return
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        scales.resolve_device("cuda")
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        scales.resolve_device("cuda:0")
+
+
+def test_resolve_device_nonsense_raises():
+    with pytest.raises(ValueError, match="not a torch device"):
+        scales.resolve_device("gpu0")
+
+
+def test_repository_root():
+    root = scales.repository_root()
+    assert (root / "_config.yml").is_file() and (root / "compendium" / "scales.py").is_file()
