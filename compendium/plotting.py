@@ -55,7 +55,7 @@ def metric_grid(frame, metrics, row, x="sigma", hue=None, theory=None, logy=(), 
             if i == len(rows) - 1:
                 ax.set_xlabel(r"noise multiplier $\sigma$" if x == "sigma" else x)
             unit = f" [{units[m]}]" if units and m in units else ""
-            ax.set_ylabel(f"{row_label or row} = {rv:g}\n{m}{unit}" if j == 0 else f"{m}{unit}")
+            ax.set_ylabel(f"{row_label or row} = {rv:.3g}\n{m}{unit}" if j == 0 else f"{m}{unit}")
     handles, labels = {}, []
     for ax in axes.flat:
         for hd, lb in zip(*ax.get_legend_handles_labels()):
