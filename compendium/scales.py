@@ -78,7 +78,8 @@ class ZillerScale:
     ``fig3_draws`` noise draws per cell; ``n_mc`` the Monte-Carlo sample size of the distributional checks;
     ``n_opacus`` the number of privatised gradients drawn through opacus for the observation-model test;
     ``image_source`` is ``"photos"`` (scikit-image's bundled photographs) or ``"imagenet"`` (a folder the user
-    supplies, see :func:`compendium.data.imagenet_folder`); ``use_lpips`` asks for the perceptual metric.
+    supplies, see :func:`compendium.data.imagenet_folder`); ``use_lpips`` asks for the perceptual metric, which is
+    used when the ``lpips`` extra and its downloaded weights are present and skipped, with the reason, otherwise.
     """
 
     scale: str
@@ -130,7 +131,7 @@ ZILLER_SCALES = {
     "book": dict(
         n_images=100, resolution=32, sigmas=tuple(float(s) for s in torch.logspace(-3, 1, 9)),
         clip_norms=(0.1, 1.0, 10.0, 100.0, 1000.0), fig3_resolutions=(8, 32, 128), fig3_draws=50,
-        n_mc=400_000, n_opacus=2000, image_source="photos", imagenet_dir=None, use_lpips=False,
+        n_mc=400_000, n_opacus=2000, image_source="photos", imagenet_dir=None, use_lpips=True,
     ),
     "paper": dict(
         n_images=100, resolution=224, sigmas=tuple(float(s) for s in torch.logspace(-4, 2, 25)),

@@ -66,3 +66,20 @@ def test_source_notebook_is_clean_and_parametrised(path: Path) -> None:
     values = _assigned_values(code[0].source)
     for name, default in DEFAULTS.items():
         assert values.get(name, "<missing>") == default, f"the parameters cell must define {name} = {default!r}"
+
+
+def test_paper_scale_without_imagenet_stops_at_the_data_with_instructions(tmp_path: Path) -> None:
+    """At paper scale the Ziller chapter needs ImageNet images; without them it must stop in its set-up cell (before
+    any experiment) and say what to download and where to put it."""
+    from compendium import book
+
+    missing = tmp_path / "no-imagenet-here"
+    params = {"scale": "paper", "device": "cpu", "seed": 0, "imagenet_dir": str(missing)}
+    with pytest.raises(book.ChapterExecutionError) as err:
+        book.execute_notebook(ROOT / scales.CHAPTERS["ziller2024"].notebook, tmp_path / "out.ipynb", params,
+                              force=True, label="ziller2024")
+    message = str(err.value)
+    assert "FileNotFoundError" in message and str(missing) in message and "image-net.org" in message
+    failed = nbformat.read(tmp_path / "out.failed.ipynb", as_version=4)
+    ran = [c for c in failed.cells if c.cell_type == "code" and c.get("execution_count")]
+    assert "imagenet_folder" in ran[-1].source and len(ran) <= 4, "the chapter did work before loading the data"
