@@ -393,3 +393,14 @@ def test_validation_is_vectorised():
         z.mse_lower_bound(1.0, np.array([1.0, 0.0, 2.0]))
     with pytest.raises(ValueError, match="kappa"):
         z.worst_case_success(1.0, np.array([0.1, 1.01]))
+
+
+def test_remark2_decomposition_sums_to_prop1_and_vanishes_unclipped():
+    x = np.random.default_rng(7).random((5, 40))
+    norms = np.linalg.norm(x, axis=1)
+    C = float(np.median(norms))
+    bias2, scaled_var, noise = z.expected_mse_decomposition(x, C, 0.3, T=4)
+    np.testing.assert_allclose(bias2 + scaled_var + noise, z.expected_mse(x, C, 0.3, T=4), rtol=1e-12)
+    clipped = norms > C
+    assert np.all((bias2 > 0) == clipped) and np.all((scaled_var > 0) == clipped)
+    np.testing.assert_allclose(noise, C**2 * 0.3**2 / 4)

@@ -15,7 +15,7 @@ import numpy as np
 from scipy import special, stats
 
 __all__ = [
-    "clip_factor", "expected_mse", "mse_lower_bound", "psnr_upper_bound", "psnr_jensen_gap", "expected_psnr_exact",
+    "clip_factor", "expected_mse", "expected_mse_decomposition", "mse_lower_bound", "psnr_upper_bound", "psnr_jensen_gap", "expected_psnr_exact",
     "ncc_snr", "ncc_eq7", "ncc_bound_dim", "ncc_bound_free", "ncc_cdf_exact", "ncc_mean_exact",
     "mse_noncentrality", "mse_distribution", "rero_gamma_mse", "mse_threshold", "psnr_cdf_prop7", "rero_gamma_psnr",
     "worst_case_success", "table1_rows", "table1_row",
@@ -56,6 +56,20 @@ def expected_mse(X, C, sigma, T=1):
     n = x.shape[1]
     out = np.maximum(0.0, np.linalg.norm(x, axis=1) - C) ** 2 / n + mse_lower_bound(C, sigma, T)
     return out if np.ndim(X) > 1 else float(out[0])
+
+
+def expected_mse_decomposition(X, C, sigma, T=1):
+    """Remark 2: ``E[MSE] = ((1 - beta) mean X)^2 + (1 - beta)^2 Var X + C^2 sigma^2 / T``.
+
+    Returns the three terms (squared bias of the mean, scaled data variance, noise variance); their sum is
+    :func:`expected_mse`.  Mean and variance are empirical over the N coordinates of each sample.
+    """
+    _check_dp(C, sigma, T)
+    x = _flat(X)
+    shrink = 1.0 - 1.0 / np.maximum(1.0, np.linalg.norm(x, axis=1) / C)
+    parts = ((shrink * x.mean(axis=1)) ** 2, shrink**2 * x.var(axis=1),
+             np.broadcast_to(mse_lower_bound(C, sigma, T), shrink.shape))
+    return tuple(p if np.ndim(X) > 1 else float(p[0]) for p in parts)
 
 
 def mse_lower_bound(C, sigma, T=1):
