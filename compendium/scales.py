@@ -136,7 +136,7 @@ ZILLER_SCALES = {
     "paper": dict(
         n_images=100, resolution=224, sigmas=tuple(float(s) for s in torch.logspace(-4, 2, 25)),
         clip_norms=(1e-2, 1.0, 10.0, 1e2, 1e3, 1e4), fig3_resolutions=(32, 224, 1024), fig3_draws=50,
-        n_mc=2_000_000, n_opacus=20_000, image_source="imagenet", imagenet_dir="data/imagenet-val", use_lpips=True,
+        n_mc=1_000_000, n_opacus=1000, image_source="imagenet", imagenet_dir="data/imagenet-val", use_lpips=True,
     ),
 }
 

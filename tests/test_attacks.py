@@ -122,13 +122,15 @@ def test_reconstruct_rejects_bad_inputs_before_work(images, monkeypatch, kwargs,
         ll.reconstruct(images, **kwargs)
 
 
-def test_reconstruct_grid_shape_and_noise_free_cells(images):
+def test_reconstruct_grid_yields_every_cell_in_order(images):
     Cs = [0.5 * _norms(images).min().item(), 2 * _norms(images).max().item()]
-    grid = ll.reconstruct_grid(images, Cs, [0.0, 0.1], generator=torch.Generator().manual_seed(0), progress=False)
-    assert grid.shape == (2, 2, *images.shape)
-    assert torch.equal(grid[1, 0], images)
-    assert torch.allclose(grid[0, 0], ll.reconstruct(images, Cs[0], 0.0), atol=0)
-    assert (grid[1, 1] - images).abs().max() > 0.01
+    cells = list(ll.reconstruct_grid(images, Cs, [0.0, 0.1], generator=torch.Generator().manual_seed(0), progress=False))
+    assert [(c, s) for c, s, _ in cells] == [(Cs[0], 0.0), (Cs[0], 0.1), (Cs[1], 0.0), (Cs[1], 0.1)]
+    grid = {(c, s): rec for c, s, rec in cells}
+    assert all(rec.shape == images.shape for rec in grid.values())
+    assert torch.equal(grid[(Cs[1], 0.0)], images)
+    assert torch.allclose(grid[(Cs[0], 0.0)], ll.reconstruct(images, Cs[0], 0.0), atol=0)
+    assert (grid[(Cs[1], 0.1)] - images).abs().max() > 0.01
 
 
 # ---------------------------------------------------------------------------------------------------------------

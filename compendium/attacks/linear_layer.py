@@ -74,16 +74,17 @@ def reconstruct_grid(
     steps: int = 1,
     generator: torch.Generator | None = None,
     progress: bool = True,
-) -> torch.Tensor:
-    """:func:`reconstruct` for every (C, sigma) pair: shape (len(clip_norms), len(sigmas), *images.shape)."""
-    out = torch.empty((len(clip_norms), len(sigmas), *images.shape), dtype=images.dtype, device=images.device)
-    bar = tqdm(total=len(clip_norms) * len(sigmas), desc="attack grid (C, sigma)", disable=not progress)
-    for i, c in enumerate(clip_norms):
-        for j, s in enumerate(sigmas):
-            out[i, j] = reconstruct(images, float(c), float(s), steps=steps, generator=generator)
-            bar.update()
-    bar.close()
-    return out
+):
+    """:func:`reconstruct` for every (C, sigma) pair, yielded as ``(C, sigma, reconstructions)``.
+
+    A generator, so that only one grid cell's reconstructions are in memory at a time (at the paper's scale the whole
+    grid would need gigabytes); a progress bar counts the cells.
+    """
+    with tqdm(total=len(clip_norms) * len(sigmas), desc="attack grid (C, sigma)", disable=not progress) as bar:
+        for c in clip_norms:
+            for s in sigmas:
+                yield float(c), float(s), reconstruct(images, float(c), float(s), steps=steps, generator=generator)
+                bar.update()
 
 
 def sample_release(
