@@ -99,10 +99,12 @@ class ZillerScale:
 
     def __post_init__(self) -> None:
         check_scale(self.scale)
-        _positive_int("n_images", self.n_images)
+        # Standard errors of per-cell means need a handful of images (t with n - 1 degrees of freedom).
+        _positive_int("n_images", self.n_images, minimum=10)
         _positive_int("resolution", self.resolution, minimum=8)
         _positive_int("fig3_draws", self.fig3_draws)
-        _positive_int("n_mc", self.n_mc, minimum=1000)
+        # Below this the checks cannot resolve the O(1/N) effects they assert (e.g. the 3 % excess over bound (8)).
+        _positive_int("n_mc", self.n_mc, minimum=50_000)
         _positive_int("n_opacus", self.n_opacus, minimum=50)
         for name in ("sigmas", "clip_norms"):
             grid = getattr(self, name)

@@ -48,8 +48,8 @@ def test_chapter_registry():
 
 
 def test_overrides_replace_values_and_none_keeps():
-    cfg = scales.ziller("ci", device="cpu", n_images=3, sigmas=[0.5, 2.0], resolution=None, clip_norms=None)
-    assert cfg.n_images == 3
+    cfg = scales.ziller("ci", device="cpu", n_images=13, sigmas=[0.5, 2.0], resolution=None, clip_norms=None)
+    assert cfg.n_images == 13
     assert cfg.sigmas == (0.5, 2.0)  # lists become tuples
     assert cfg.resolution == scales.ZILLER_SCALES["ci"]["resolution"]
     assert cfg.clip_norms == scales.ZILLER_SCALES["ci"]["clip_norms"]
@@ -61,7 +61,7 @@ def test_overrides_replace_values_and_none_keeps():
 
 
 @pytest.mark.parametrize("overrides, match", [
-    (dict(n_images=0), "n_images"),
+    (dict(n_images=9), "n_images"),
     (dict(n_images=2.5), "n_images"),
     (dict(n_images=True), "n_images"),
     (dict(resolution=4), "resolution"),
