@@ -191,3 +191,15 @@ def test_lpips_rejects_non_rgb(pairs):
         metrics.lpips(x[:, :1], y[:, :1])
     with pytest.raises(ValueError, match="same shape"):
         metrics.lpips(x, y[:, :, :-1])
+
+
+def test_large_batches_are_scored_in_slices_with_the_same_result(monkeypatch):
+    from compendium import metrics as m
+
+    g = torch.Generator().manual_seed(3)
+    x = torch.rand((7, 3, 16, 16), generator=g)
+    y = x + 0.1 * torch.randn(x.shape, generator=g)
+    whole = {name: f(x, y) for name, f in m.ALL.items()}
+    monkeypatch.setattr(m, "MAX_VALUES_PER_CALL", 2 * x[0].numel())  # slices of 2 samples
+    for name, f in m.ALL.items():
+        torch.testing.assert_close(f(x, y), whole[name], rtol=0, atol=0, msg=name)
