@@ -1,4 +1,5 @@
-"""Command line: ``python -m compendium build`` renders the book, ``python -m compendium run CHAPTER`` reruns a chapter.
+"""Command line: ``python -m compendium build`` renders the book, ``python -m compendium run CHAPTER`` reruns a chapter,
+``python -m compendium risk ...`` is the reconstruction-risk calculator (:mod:`compendium.risk`).
 
 Unknown chapters, scales or devices and negative seeds are refused with exit code 2 and a message that lists the
 valid values, before any work.
@@ -6,6 +7,7 @@ valid values, before any work.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -56,7 +58,28 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--output", type=Path, default=None,
                      help="path of the executed notebook (default: _build/executed/<notebook path>)")
     run.set_defaults(action=_run)
-    # Further subcommands (the planned ``risk`` calculator) are added here, each with its own ``action``.
+
+    risk = commands.add_parser(
+        "risk", help="the reconstruction-risk calculator: every bound of the book for one DP-SGD configuration",
+        description="What an adversary without data priors can reconstruct under DP-SGD with these settings: "
+                    "epsilon (RDP, PRV) and every applicable bound, each labelled with its chapter and equation.")
+    risk.add_argument("--noise-multiplier", type=float, required=True, help="sigma, > 0")
+    risk.add_argument("--clip", type=float, required=True, help="clipping bound C (maximum gradient norm), > 0")
+    risk.add_argument("--dim", type=int, required=True, help="data dimension N (e.g. 3*224*224), >= 1")
+    risk.add_argument("--steps", type=int, default=1, help="DP-SGD steps T the adversary links (default 1)")
+    risk.add_argument("--sample-rate", type=float, default=1.0, help="sampling rate q in (0, 1] (default 1)")
+    risk.add_argument("--delta", type=float, default=1e-5, help="delta of (epsilon, delta)-DP (default 1e-5)")
+    risk.add_argument("--min-norm", type=float, default=None,
+                      help="smallest L2 norm of a data sample; without it the data-independent bounds are used")
+    risk.add_argument("--data-range", type=float, default=1.0, help="data range R for the PSNR (default 1)")
+    risk.add_argument("--eta-mse", type=float, default=None, help="MSE threshold: report P(MSE <= eta)")
+    risk.add_argument("--eta-psnr", type=float, default=None, help="PSNR threshold in dB: report P(PSNR >= eta)")
+    risk.add_argument("--kappa", type=float, default=None,
+                      help="prior success probability of a worst-case, prior-aware adversary, in (0, 1)")
+    risk.add_argument("--target-probability", type=float, default=None,
+                      help="with --eta-mse: the smallest noise multiplier keeping P(MSE <= eta) below this")
+    risk.add_argument("--json", action="store_true", help="print one flat JSON object")
+    risk.set_defaults(action=_risk)
     return parser
 
 
@@ -71,6 +94,17 @@ def _run(args: argparse.Namespace) -> None:
     print(f"Executed notebook: {path}")
 
 
+def _risk(args: argparse.Namespace) -> None:
+    from compendium import risk  # imported here: the other commands do not need opacus' accountants
+
+    query = risk.RiskQuery(
+        noise_multiplier=args.noise_multiplier, clip=args.clip, dim=args.dim, steps=args.steps,
+        sample_rate=args.sample_rate, delta=args.delta, min_norm=args.min_norm, data_range=args.data_range,
+        eta_mse=args.eta_mse, eta_psnr=args.eta_psnr, kappa=args.kappa, target_probability=args.target_probability)
+    result = risk.assess(query)
+    print(json.dumps(result, indent=1) if args.json else risk.format_report(result))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` and run the command; returns the exit status (2: bad arguments, 1: the run failed)."""
     parser = _parser()
@@ -80,4 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     except (book.ChapterExecutionError, book.BookBuildError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    except ValueError as err:  # bad input found after parsing (e.g. by the risk calculator): no traceback
+        print(f"{parser.prog} {args.command}: error: {err}", file=sys.stderr)
+        return 2
     return 0

@@ -35,6 +35,7 @@ CHAPTERS: dict[str, Chapter] = {
             "notebooks/ziller2024.ipynb",
             "Bounding reconstruction attack success of adversaries without data priors",
         ),
+        Chapter("calculator", "notebooks/calculator.ipynb", "The reconstruction-risk calculator"),
     )
 }
 

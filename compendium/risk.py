@@ -1,0 +1,174 @@
+"""The reconstruction-risk calculator: what every bound of the book says about one DP-SGD configuration.
+
+Given the noise multiplier sigma, the clipping bound C, the data dimension N and the number of steps T (optionally
+the sampling rate q, delta, the smallest data norm m, the data range R, success thresholds and a prior success
+kappa), :func:`assess` returns one flat dictionary: the privacy guarantee (epsilon from opacus' RDP and PRV
+accountants, and the exact one when q = 1) and every applicable reconstruction bound, each with a ``*_source`` key
+naming the chapter and equation it comes from.  ``python -m compendium risk`` prints it (``--json`` for machines).
+
+Conventions.  The adversary has no data prior and links all T releases of the target (averaging them:
+sigma^2 -> sigma^2 / T).  With q < 1 the target is in only about qT of the T steps, so the reconstruction bounds
+are conservative there; epsilon does account for the subsampling.  Without the smallest data norm m the
+probabilities are the data-independent ones of Ziller et al. (2024) (noise C sigma per coordinate: the
+linear-layer attack on unclipped data).  With m they are those of "From Mean to Extreme" (the optimal attack
+rescales the clipped gradient, so the noise is sigma ||X|| >= sigma m per coordinate); when m < C this attack is
+stronger than the first chapter's, which is why the data norm matters.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from compendium import dp
+from compendium.bounds import mean_to_extreme as mte
+from compendium.bounds import ziller2024 as zb
+
+ZILLER = "Ziller et al. 2024"
+MTE = "From Mean to Extreme"
+
+
+@dataclass(frozen=True)
+class RiskQuery:
+    """One DP-SGD configuration and the questions asked about it (see the module docstring)."""
+
+    noise_multiplier: float
+    clip: float
+    dim: int
+    steps: int = 1
+    sample_rate: float = 1.0
+    delta: float = 1e-5
+    min_norm: float | None = None
+    data_range: float = 1.0
+    eta_mse: float | None = None
+    eta_psnr: float | None = None
+    kappa: float | None = None
+    target_probability: float | None = None
+
+    def __post_init__(self) -> None:
+        _positive("noise_multiplier", self.noise_multiplier)
+        _positive("clip", self.clip)
+        _integer("dim", self.dim)
+        _integer("steps", self.steps)
+        if not (0 < self.sample_rate <= 1):
+            raise ValueError(f"sample_rate must lie in (0, 1]; got {self.sample_rate!r}")
+        _probability("delta", self.delta)
+        if self.min_norm is not None:
+            _positive("min_norm", self.min_norm)
+        _positive("data_range", self.data_range)
+        if self.eta_mse is not None:
+            _positive("eta_mse", self.eta_mse)
+        if self.eta_psnr is not None and not np.isfinite(self.eta_psnr):
+            raise ValueError(f"eta_psnr (dB) must be a finite number; got {self.eta_psnr!r}")
+        if self.kappa is not None:
+            _probability("kappa", self.kappa)
+        if self.target_probability is not None:
+            _probability("target_probability", self.target_probability)
+            if self.eta_mse is None:
+                raise ValueError("target_probability needs eta_mse: the smallest noise multiplier keeps "
+                                 "P(MSE <= eta_mse) below target_probability")
+
+
+def assess(query: RiskQuery) -> dict:
+    """Every applicable number for ``query`` as a flat dictionary (keys documented in the book's calculator page)."""
+    q = query
+    sigma, C, N, T, m = q.noise_multiplier, q.clip, q.dim, q.steps, q.min_norm
+    out: dict = {"input_" + k: v for k, v in asdict(q).items()}
+
+    # Privacy: opacus' accountants, and the exact GDP epsilon where there is no subsampling.
+    out["epsilon_rdp"] = dp.epsilon(sigma, T, q.delta, q.sample_rate, accountant="rdp")
+    try:
+        out["epsilon_prv"] = dp.epsilon(sigma, T, q.delta, q.sample_rate, accountant="prv")
+        out["epsilon_prv_note"] = None
+    except ValueError as err:
+        out["epsilon_prv"], out["epsilon_prv_note"] = None, str(err)
+    out["epsilon_exact"] = dp.epsilon_exact(sigma, T, q.delta) if q.sample_rate == 1 else None
+
+    # Expected-value bounds.
+    if m is None:
+        out["expected_mse_lower_bound"] = float(zb.mse_lower_bound(C, sigma, T))
+        out["expected_mse_lower_bound_source"] = f"{ZILLER}, Prop. 1 eq. (5) with Prop. 4 (sigma^2 -> sigma^2/T)"
+        out["psnr_upper_bound_db"] = float(zb.psnr_upper_bound(C, sigma, T, q.data_range**2))
+        out["psnr_upper_bound_db_source"] = f"{ZILLER}, Prop. 2 eq. (6), data range R"
+        out["psnr_upper_bound_corrected_db"] = out["psnr_upper_bound_db"] + float(zb.psnr_jensen_gap(N))
+        out["psnr_upper_bound_corrected_db_source"] = f"{ZILLER}, eq. (6) + Jensen gap Delta_N (the book's correction)"
+    else:
+        out["expected_mse_lower_bound"] = float(mte.expected_mse(sigma, m, T))
+        out["expected_mse_lower_bound_source"] = f"{MTE}, Prop. 2 eq. (21) at the smallest norm, with Prop. 7"
+        out["psnr_upper_bound_db"] = float(mte.psnr_mean(N, sigma, m, q.data_range, T))
+        out["psnr_upper_bound_db_source"] = f"{MTE}, exact mean of the PSNR law (Prop. 4) at the smallest norm"
+    out["ncc_upper_bound"] = float(zb.ncc_bound_dim(N, sigma, T))
+    out["ncc_upper_bound_source"] = f"{ZILLER}, Prop. 3 eq. (8); {MTE}, Prop. 6 eq. (28)"
+    out["ncc_upper_bound_dimension_free"] = float(zb.ncc_bound_free(sigma, T))
+    out["ncc_upper_bound_dimension_free_source"] = f"{ZILLER}, Prop. 3 eq. (9)"
+    if N >= 3:
+        out["ncc_exact_maximum_mean"] = float(zb.ncc_mean_exact(N, np.sqrt(T) / sigma))
+        out["ncc_exact_maximum_mean_source"] = f"{ZILLER}, exact non-central-t law (the book's correction of (7)-(8))"
+
+    # Probabilities of a successful reconstruction.
+    if q.eta_mse is not None:
+        out["mse_success_probability"] = float(_mse_probability(q.eta_mse, q))
+        out["mse_success_probability_source"] = (f"{ZILLER}, Prop. 6 (P(MSE <= eta))" if m is None
+                                                 else f"{MTE}, Prop. 3 eq. (24) (P(MSE <= eta))")
+    if q.eta_psnr is not None:
+        eta_hat = q.data_range**2 * 10 ** (-q.eta_psnr / 10)  # PSNR >= eta  <=>  MSE <= R^2 10^(-eta/10)
+        out["psnr_success_probability"] = float(_mse_probability(eta_hat, q))
+        out["psnr_success_probability_source"] = (f"{ZILLER}, Prop. 7 (P(PSNR >= eta))" if m is None
+                                                  else f"{MTE}, Props. 4-5 eq. (25) (P(PSNR >= eta))")
+    if q.kappa is not None:
+        out["worst_case_success"] = float(zb.worst_case_success(sigma, q.kappa, T))
+        out["worst_case_success_source"] = (f"{ZILLER}, Table 1 (prior-aware worst case, mu-GDP with "
+                                            "mu = sqrt(T)/sigma; ignores subsampling, so conservative for q < 1)")
+    if q.target_probability is not None:
+        out["minimal_noise_multiplier"] = minimal_noise_multiplier(q.target_probability, q.eta_mse, N, C, T, m)
+        out["minimal_noise_multiplier_source"] = (f"{ZILLER}, Prop. 6 inverted" if m is None
+                                                  else f"{MTE}, Theorem 2 / Prop. 3 inverted")
+        out["minimal_noise_multiplier_epsilon_rdp"] = dp.epsilon(out["minimal_noise_multiplier"], T, q.delta,
+                                                                 q.sample_rate, accountant="rdp")
+    return out
+
+
+def _mse_probability(eta: float, q: RiskQuery) -> float:
+    if q.min_norm is None:
+        return zb.rero_gamma_mse(eta, q.dim, q.clip, q.noise_multiplier, q.steps)
+    return mte.rero_gamma_mse(eta, q.dim, q.noise_multiplier, q.min_norm, q.steps)
+
+
+def minimal_noise_multiplier(target_probability: float, eta_mse: float, dim: int, clip: float, steps: int = 1,
+                             min_norm: float | None = None) -> float:
+    """The smallest sigma with ``P(MSE <= eta_mse) <= target_probability`` for every target.
+
+    Without ``min_norm``: Ziller et al. Prop. 6 inverted, ``sigma^2 = N eta T / (C^2 F^{-1}_{chi^2_N}(gamma))``;
+    with it: the same with the smallest norm m in place of C (From Mean to Extreme, Theorem 2).
+    """
+    _probability("target_probability", target_probability)
+    _positive("eta_mse", eta_mse)
+    scale = clip if min_norm is None else min_norm
+    return float(mte.minimal_noise_multiplier(target_probability, eta_mse, dim, scale, steps))
+
+
+def _positive(name: str, value) -> None:
+    if value is None or not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number > 0; got {value!r}")
+
+
+def _integer(name: str, value) -> None:
+    if isinstance(value, bool) or int(value) != value or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1; got {value!r}")
+
+
+def _probability(name: str, value) -> None:
+    if not (0 < value < 1):
+        raise ValueError(f"{name} must be a probability in (0, 1); got {value!r}")
+
+
+def format_report(result: dict) -> str:
+    """A human-readable report of :func:`assess`'s result: one line per number, with its source."""
+    lines = []
+    for key, value in result.items():
+        if key.endswith("_source") or key.startswith("input_") or value is None:
+            continue
+        source = result.get(f"{key}_source")
+        shown = f"{value:.6g}" if isinstance(value, float) else str(value)
+        lines.append(f"{key:38s} {shown:>14s}" + (f"   [{source}]" if source else ""))
+    return "\n".join(lines)

@@ -1,0 +1,133 @@
+"""The reconstruction-risk calculator: its numbers are the chapters' closed forms; bad input is refused cleanly."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from compendium import cli, dp, risk
+from compendium.bounds import mean_to_extreme as mte
+from compendium.bounds import ziller2024 as zb
+
+
+def test_data_independent_numbers_are_the_first_chapters_closed_forms():
+    q = risk.RiskQuery(noise_multiplier=0.5, clip=2.0, dim=3072, steps=4, eta_mse=0.2, eta_psnr=8.0, kappa=0.1,
+                       data_range=1.0, target_probability=0.01)
+    r = risk.assess(q)
+    assert r["expected_mse_lower_bound"] == pytest.approx(2.0**2 * 0.5**2 / 4, rel=1e-12)
+    assert r["psnr_upper_bound_db"] == pytest.approx(10 * np.log10(4 / (2.0**2 * 0.5**2)), rel=1e-12)
+    assert r["psnr_upper_bound_corrected_db"] == pytest.approx(r["psnr_upper_bound_db"] + zb.psnr_jensen_gap(3072))
+    assert r["ncc_upper_bound"] == pytest.approx((1 + 3072 * 0.25 / 4) ** -0.5, rel=1e-12)
+    assert r["ncc_upper_bound_dimension_free"] == pytest.approx((1 + 0.25 / 4) ** -0.5, rel=1e-12)
+    # P(MSE <= eta) for noise C sigma / sqrt(T) per coordinate: F_{chi2_N}(N eta T / (C sigma)^2)
+    assert r["mse_success_probability"] == pytest.approx(stats.chi2(3072).cdf(3072 * 0.2 * 4 / 1.0), rel=1e-10)
+    eta_hat = 10 ** (-8.0 / 10)
+    assert r["psnr_success_probability"] == pytest.approx(stats.chi2(3072).cdf(3072 * eta_hat * 4 / 1.0), rel=1e-10)
+    assert r["worst_case_success"] == pytest.approx(stats.norm.cdf(stats.norm.ppf(0.1) + 2 / 0.5), rel=1e-12)
+    assert r["epsilon_rdp"] == pytest.approx(dp.epsilon(0.5, 4, 1e-5, accountant="rdp"))
+    assert r["epsilon_exact"] == pytest.approx(dp.epsilon_exact(0.5, 4, 1e-5))
+    assert r["epsilon_rdp"] >= r["epsilon_exact"] and abs(r["epsilon_prv"] - r["epsilon_exact"]) < 0.05
+    for key in ("expected_mse_lower_bound", "mse_success_probability", "worst_case_success", "ncc_upper_bound"):
+        assert r[f"{key}_source"].startswith("Ziller et al. 2024")
+
+
+def test_table1_baseline_through_the_calculator():
+    r = risk.assess(risk.RiskQuery(noise_multiplier=1.0, clip=1.0, dim=1000, kappa=0.1))
+    assert (f"{100 * r['worst_case_success']:.1f}%", f"{r['expected_mse_lower_bound']:.1f}",
+            f"{r['psnr_upper_bound_db']:.1f}", f"{100 * r['ncc_upper_bound']:.1f}%") == ("38.9%", "1.0", "0.0", "3.2%")
+
+
+def test_with_the_smallest_norm_the_numbers_are_the_second_chapters():
+    q = risk.RiskQuery(noise_multiplier=0.05, clip=10.0, dim=3072, min_norm=4.0, eta_mse=0.04, eta_psnr=14.0,
+                       data_range=1.0, target_probability=0.05)
+    r = risk.assess(q)
+    assert r["expected_mse_lower_bound"] == pytest.approx(0.05**2 * 4.0**2, rel=1e-12)
+    scale = 0.05**2 * 4.0**2 / 3072  # MSE = scale * chi2_N (Theorem 2)
+    assert r["mse_success_probability"] == pytest.approx(stats.chi2(3072).cdf(0.04 / scale), rel=1e-10)
+    assert r["psnr_success_probability"] == pytest.approx(stats.chi2(3072).cdf(10 ** (-1.4) / scale), rel=1e-10)
+    assert r["psnr_upper_bound_db"] == pytest.approx(float(mte.psnr_mean(3072, 0.05, 4.0, 1.0)))
+    assert r["mse_success_probability_source"].startswith("From Mean to Extreme")
+    # The optimal attack (noise sigma m) is stronger than the first chapter's (noise sigma C) when m < C.
+    r1 = risk.assess(risk.RiskQuery(noise_multiplier=0.05, clip=10.0, dim=3072, eta_mse=0.04))
+    assert r["mse_success_probability"] > r1["mse_success_probability"]
+
+
+@pytest.mark.parametrize("min_norm", [None, 3.0])
+def test_minimal_noise_multiplier_is_the_inverse(min_norm):
+    q = risk.RiskQuery(noise_multiplier=1.0, clip=1.5, dim=500, steps=3, eta_mse=0.05, target_probability=0.02,
+                       min_norm=min_norm)
+    sigma_min = risk.assess(q)["minimal_noise_multiplier"]
+    at = risk.assess(risk.RiskQuery(noise_multiplier=sigma_min, clip=1.5, dim=500, steps=3, eta_mse=0.05,
+                                    min_norm=min_norm))
+    assert at["mse_success_probability"] == pytest.approx(0.02, rel=1e-8)
+    above = risk.assess(risk.RiskQuery(noise_multiplier=1.01 * sigma_min, clip=1.5, dim=500, steps=3, eta_mse=0.05,
+                                       min_norm=min_norm))
+    assert above["mse_success_probability"] < 0.02
+
+
+def test_prv_out_of_range_is_reported_not_raised():
+    r = risk.assess(risk.RiskQuery(noise_multiplier=0.01, clip=1.0, dim=10))
+    assert r["epsilon_prv"] is None and "PRV" in r["epsilon_prv_note"] and r["epsilon_rdp"] > 100
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(noise_multiplier=0.0), "noise_multiplier"), (dict(noise_multiplier=-1.0), "noise_multiplier"),
+    (dict(dim=0), "dim"), (dict(clip=0.0), "clip"), (dict(steps=0), "steps"), (dict(sample_rate=1.5), "sample_rate"),
+    (dict(delta=1.0), "delta"), (dict(kappa=0.0), "kappa"), (dict(min_norm=-2.0), "min_norm"),
+    (dict(eta_mse=0.1, target_probability=1.2), "target_probability"), (dict(target_probability=0.1), "eta_mse"),
+])
+def test_bad_queries_raise_value_errors_naming_the_parameter(kwargs, name):
+    base = dict(noise_multiplier=1.0, clip=1.0, dim=100)
+    with pytest.raises(ValueError, match=name):
+        risk.RiskQuery(**{**base, **kwargs})
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "compendium", "risk", *args], capture_output=True, text=True)
+
+
+def test_cli_json_is_flat_and_matches_assess():
+    args = ["--noise-multiplier", "0.8", "--clip", "1", "--dim", "3072", "--steps", "10", "--sample-rate", "0.01",
+            "--eta-mse", "0.05", "--eta-psnr", "13", "--kappa", "0.01", "--target-probability", "0.05", "--json"]
+    done = _cli(*args)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert all(not isinstance(v, (dict, list)) for v in out.values())
+    for key in ("epsilon_rdp", "epsilon_prv", "expected_mse_lower_bound", "psnr_upper_bound_db", "ncc_upper_bound",
+                "ncc_upper_bound_dimension_free", "mse_success_probability", "psnr_success_probability",
+                "worst_case_success", "minimal_noise_multiplier"):
+        assert isinstance(out[key], float), key
+    expected = risk.assess(risk.RiskQuery(noise_multiplier=0.8, clip=1.0, dim=3072, steps=10, sample_rate=0.01,
+                                          eta_mse=0.05, eta_psnr=13.0, kappa=0.01, target_probability=0.05))
+    for key, value in expected.items():
+        assert out[key] == pytest.approx(value) if isinstance(value, float) else out[key] == value, key
+    assert out["epsilon_exact"] is None  # subsampled: no exact GDP epsilon
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--noise-multiplier", "0", "--clip", "1", "--dim", "10"], "noise_multiplier"),
+    (["--noise-multiplier", "-2", "--clip", "1", "--dim", "10"], "noise_multiplier"),
+    (["--noise-multiplier", "1", "--clip", "1", "--dim", "0"], "dim"),
+    (["--noise-multiplier", "1", "--clip", "1", "--dim", "10", "--target-probability", "0.1"], "eta_mse"),
+    (["--noise-multiplier", "1", "--clip", "1", "--dim", "10", "--eta-mse", "0.1", "--target-probability", "2"],
+     "target_probability"),
+    (["--noise-multiplier", "abc", "--clip", "1", "--dim", "10"], "noise-multiplier"),
+    (["--clip", "1", "--dim", "10"], "noise-multiplier"),
+])
+def test_cli_bad_input_exits_2_with_a_message_and_no_traceback(args, message, capsys):
+    try:  # in-process (the JSON test above runs the real entry point): argparse exits, main() returns
+        code = cli.main(["risk", *args])
+    except SystemExit as exit_:
+        code = exit_.code
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and "Traceback" not in err, err
+
+
+def test_cli_human_report_lists_sources(capsys):
+    assert cli.main(["risk", "--noise-multiplier", "1", "--clip", "1", "--dim", "1000", "--kappa", "0.1"]) == 0
+    out = capsys.readouterr().out
+    assert "worst_case_success" in out and "Ziller et al. 2024" in out and "0.389" in out
