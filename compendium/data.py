@@ -94,3 +94,18 @@ def imagenet_folder(path: str | Path, n: int = 100, resolution: int = 224) -> to
             im = im.crop((left, top, left + resolution, top + resolution))
             out.append(torch.from_numpy(np.asarray(im, dtype=np.float32) / 255.0).permute(2, 0, 1))
     return torch.stack(out)
+
+
+def chapter_images(source: str, n: int, resolution: int, seed: int = 0,
+                   imagenet_dir: str | Path | None = None) -> torch.Tensor:
+    """The images a chapter runs on: ``"photos"`` (crops of the bundled photographs, offline) or ``"imagenet"``
+    (the first ``n`` images of a user-supplied folder, see :func:`imagenet_folder`; a relative folder is taken from
+    the repository root).  Raises before any work when the folder is missing."""
+    if source == "photos":
+        return photo_crops(n, resolution, seed)
+    if source == "imagenet":
+        from compendium.scales import repository_root
+
+        folder = Path(imagenet_dir if imagenet_dir is not None else "data/imagenet-val")
+        return imagenet_folder(folder if folder.is_absolute() else repository_root() / folder, n, resolution)
+    raise ValueError(f"source={source!r}; allowed: 'photos', 'imagenet'")

@@ -61,7 +61,7 @@ def make_dp_sgd(
     return gsm, optimizer
 
 
-def _gaussian_delta(eps: float, mu: float) -> float:
+def gaussian_delta(eps: float, mu: float) -> float:
     """delta(eps) of mu-GDP (Dong et al. 2022, Cor. 2.13): Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)."""
     return float(special.ndtr(-eps / mu + mu / 2) - np.exp(eps + special.log_ndtr(-eps / mu - mu / 2)))
 
@@ -75,12 +75,12 @@ def epsilon_exact(noise_multiplier: float, steps: int = 1, delta: float = 1e-5) 
     """
     _check_accounting(noise_multiplier, steps, delta)
     mu = np.sqrt(steps) / noise_multiplier
-    if _gaussian_delta(0.0, mu) <= delta:
+    if gaussian_delta(0.0, mu) <= delta:
         return 0.0
     hi = 1.0
-    while _gaussian_delta(hi, mu) > delta:
+    while gaussian_delta(hi, mu) > delta:
         hi *= 2.0
-    return float(optimize.brentq(lambda e: _gaussian_delta(e, mu) - delta, 0.0, hi, xtol=1e-10, rtol=1e-12))
+    return float(optimize.brentq(lambda e: gaussian_delta(e, mu) - delta, 0.0, hi, xtol=1e-10, rtol=1e-12))
 
 
 def epsilon(noise_multiplier: float, steps: int = 1, delta: float = 1e-5, sample_rate: float = 1.0,

@@ -170,13 +170,13 @@ def lpips(x: torch.Tensor, y: torch.Tensor, net: str = "alex", pretrained_backbo
     return d.flatten().double()
 
 
-def lpips_status() -> tuple[bool, str]:
-    """Whether real LPIPS can be computed here, and why not."""
+def lpips_status(net: str = "alex") -> tuple[bool, str]:
+    """Whether real LPIPS with the ``net`` backbone can be computed here, and why not."""
     try:
-        _lpips_model("alex", True)
+        _lpips_model(net, True)
     except LPIPSUnavailable as err:
         return False, str(err)
-    return True, "LPIPS (AlexNet) available"
+    return True, f"LPIPS ({net}) available"
 
 
 ALL = {"MSE": mse, "PSNR": psnr, "NCC": ncc, "NMI": nmi, "SSIM": ssim}

@@ -35,6 +35,8 @@ CHAPTERS: dict[str, Chapter] = {
             "notebooks/ziller2024.ipynb",
             "Bounding reconstruction attack success of adversaries without data priors",
         ),
+        Chapter("mean_to_extreme", "notebooks/mean_to_extreme.ipynb",
+                "From mean to extreme: formal DP bounds on the success of real-world reconstruction attacks"),
         Chapter("calculator", "notebooks/calculator.ipynb", "The reconstruction-risk calculator"),
     )
 }
@@ -107,22 +109,11 @@ class ZillerScale:
         # Below this the checks cannot resolve the O(1/N) effects they assert (e.g. the 3 % excess over bound (8)).
         _positive_int("n_mc", self.n_mc, minimum=50_000)
         _positive_int("n_opacus", self.n_opacus, minimum=50)
-        for name in ("sigmas", "clip_norms"):
-            grid = getattr(self, name)
-            if not isinstance(grid, tuple) or not grid:
-                raise ValueError(f"{name} must be a non-empty list or tuple of numbers; got {grid!r}")
-        for s in self.sigmas:
-            if not s > 0:
-                raise ValueError(f"sigmas must be > 0 (noise multipliers); got {s!r}")
-        for c in self.clip_norms:
-            if not c > 0:
-                raise ValueError(f"clip_norms must be > 0 (maximum gradient norms); got {c!r}")
+        _positive_grid("sigmas", self.sigmas, "noise multipliers")
+        _positive_grid("clip_norms", self.clip_norms, "maximum gradient norms")
         if len(self.fig3_resolutions) != 3 or any(r < 4 for r in self.fig3_resolutions):
             raise ValueError(f"fig3_resolutions must be three sizes >= 4 px; got {self.fig3_resolutions!r}")
-        if self.image_source not in ("photos", "imagenet"):
-            raise ValueError(f"image_source={self.image_source!r}; allowed: 'photos', 'imagenet'")
-        if self.image_source == "imagenet" and self.imagenet_dir is None:
-            raise ValueError("image_source='imagenet' needs imagenet_dir (a folder of ImageNet validation JPEGs)")
+        _image_source(self.image_source, self.imagenet_dir)
 
 
 ZILLER_SCALES = {
@@ -146,14 +137,88 @@ ZILLER_SCALES = {
 
 def ziller(scale: str = "book", device: str = "auto", seed: int = 0, **overrides) -> ZillerScale:
     """Resolve the Ziller et al. chapter's settings: the scale's values, replaced by every override not ``None``."""
+    return _resolve(ZillerScale, ZILLER_SCALES, scale, device, seed, overrides)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# From Mean to Extreme
+# ---------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class MeanToExtremeScale:
+    """Settings of the "From Mean to Extreme" chapter.
+
+    ``n_images`` images of ``resolution`` pixels for Figures 4 and 5 (``fig4_sigmas`` the noise multipliers of
+    Figure 4); ``fig1_resolution`` the side of the images of Figures 1 and 6; ``n_mc`` the Monte-Carlo sample size of
+    the distributional checks; ``n_opacus`` the number of reconstructions drawn through opacus for the goodness-of-fit
+    tests of the real attack; ``image_source``, ``imagenet_dir`` and ``use_lpips`` as for :class:`ZillerScale`
+    (the perceptual metric here is LPIPS-VGG, as in the paper).
+    """
+
+    scale: str
+    device: str
+    seed: int
+    n_images: int
+    resolution: int
+    fig1_resolution: int
+    fig4_sigmas: tuple[float, ...]
+    n_mc: int
+    n_opacus: int
+    image_source: str
+    imagenet_dir: str | None
+    use_lpips: bool
+
+    def __post_init__(self) -> None:
+        check_scale(self.scale)
+        _positive_int("n_images", self.n_images, minimum=5)
+        _positive_int("resolution", self.resolution, minimum=8)
+        _positive_int("fig1_resolution", self.fig1_resolution, minimum=8)
+        _positive_grid("fig4_sigmas", self.fig4_sigmas, "noise multipliers")
+        _positive_int("n_mc", self.n_mc, minimum=10_000)
+        _positive_int("n_opacus", self.n_opacus, minimum=200)
+        _image_source(self.image_source, self.imagenet_dir)
+
+
+MEAN_TO_EXTREME_SCALES = {
+    "ci": dict(n_images=6, resolution=16, fig1_resolution=32, fig4_sigmas=(1e-4, 1e-3, 1e-2, 1e-1), n_mc=20_000,
+               n_opacus=300, image_source="photos", imagenet_dir=None, use_lpips=False),
+    "book": dict(n_images=20, resolution=64, fig1_resolution=64,
+                 fig4_sigmas=tuple(float(s) for s in torch.logspace(-4, -1, 13)), n_mc=200_000, n_opacus=2000,
+                 image_source="photos", imagenet_dir=None, use_lpips=True),
+    "paper": dict(n_images=100, resolution=224, fig1_resolution=224,
+                  fig4_sigmas=tuple(float(s) for s in torch.logspace(-4, -1, 50)), n_mc=1_000_000, n_opacus=2000,
+                  image_source="imagenet", imagenet_dir="data/imagenet-val", use_lpips=True),
+}
+
+
+def mean_to_extreme(scale: str = "book", device: str = "auto", seed: int = 0, **overrides) -> MeanToExtremeScale:
+    """Resolve the "From Mean to Extreme" chapter's settings (the scale's values, replaced by overrides not ``None``)."""
+    return _resolve(MeanToExtremeScale, MEAN_TO_EXTREME_SCALES, scale, device, seed, overrides)
+
+
+def _resolve(config, table: dict, scale: str, device: str, seed: int, overrides: dict):
     check_scale(scale)
     resolve_device(device)
-    known = {f.name for f in fields(ZillerScale)}
+    known = {f.name for f in fields(config)}
     unknown = set(overrides) - known
     if unknown:
         raise ValueError(f"unknown parameter(s) {sorted(unknown)}; valid: {sorted(known - {'scale', 'device', 'seed'})}")
-    base = ZillerScale(scale=scale, device=device, seed=int(seed), **ZILLER_SCALES[scale])
+    base = config(scale=scale, device=device, seed=int(seed), **table[scale])
     return replace(base, **{k: _as_tuple(v) for k, v in overrides.items() if v is not None})
+
+
+def _positive_grid(name: str, grid, what: str) -> None:
+    if not isinstance(grid, tuple) or not grid:
+        raise ValueError(f"{name} must be a non-empty list or tuple of numbers; got {grid!r}")
+    for value in grid:
+        if not value > 0:
+            raise ValueError(f"{name} must be > 0 ({what}); got {value!r}")
+
+
+def _image_source(source: str, folder: str | None) -> None:
+    if source not in ("photos", "imagenet"):
+        raise ValueError(f"image_source={source!r}; allowed: 'photos', 'imagenet'")
+    if source == "imagenet" and folder is None:
+        raise ValueError("image_source='imagenet' needs imagenet_dir (a folder of ImageNet validation JPEGs)")
 
 
 def _as_tuple(value):

@@ -82,4 +82,4 @@ def test_paper_scale_without_imagenet_stops_at_the_data_with_instructions(tmp_pa
     assert "FileNotFoundError" in message and str(missing) in message and "image-net.org" in message
     failed = nbformat.read(tmp_path / "out.failed.ipynb", as_version=4)
     ran = [c for c in failed.cells if c.cell_type == "code" and c.get("execution_count")]
-    assert "imagenet_folder" in ran[-1].source and len(ran) <= 4, "the chapter did work before loading the data"
+    assert "chapter_images" in ran[-1].source and len(ran) <= 4, "the chapter did work before loading the data"

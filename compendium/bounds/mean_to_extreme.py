@@ -17,7 +17,7 @@ of averaged releases, ``data_range`` the PSNR range ``R``.  ``Gamma_R`` is the r
 function (``scipy.special.gammainc``).  Every probability is over the DP noise with ``X`` fixed.
 
 Functions marked *[ours]* are corrections of, or exact laws beyond, the paper.  The privacy profile of eq. (3) is
-``compendium.dp._gaussian_delta(eps, 1 / sigma)`` (mu-GDP with ``mu = 1 / sigma``); it is not repeated here.
+``compendium.dp.gaussian_delta(eps, 1 / sigma)`` (mu-GDP with ``mu = 1 / sigma``); it is not repeated here.
 Everything is numpy/scipy and vectorised over its array arguments.
 """
 from __future__ import annotations
@@ -35,8 +35,8 @@ __all__ = [
     "shrinkage_mse_distribution", "selection_probability", "selection_probability_as_printed",
 ]
 
-# Relative slack when rounding C^2 / m^2 up to an integer: floating-point noise such as (1.1 / 0.1)^2 =
-# 121.00000000000004 must not add a row.
+# Relative slack when rounding C^2 / m^2 up to an integer: floating-point noise such as (3 * 0.1 / 0.1)^2 =
+# 9.000000000000004 must not add a row.
 _CEIL_RTOL = 1e-12
 
 
