@@ -68,16 +68,17 @@ def test_source_notebook_is_clean_and_parametrised(path: Path) -> None:
         assert values.get(name, "<missing>") == default, f"the parameters cell must define {name} = {default!r}"
 
 
-def test_paper_scale_without_imagenet_stops_at_the_data_with_instructions(tmp_path: Path) -> None:
-    """At paper scale the Ziller chapter needs ImageNet images; without them it must stop in its set-up cell (before
-    any experiment) and say what to download and where to put it."""
+@pytest.mark.parametrize("key", ["ziller2024", "mean_to_extreme"])
+def test_paper_scale_without_imagenet_stops_at_the_data_with_instructions(key: str, tmp_path: Path) -> None:
+    """At paper scale the image chapters need ImageNet images; without them they must stop in their set-up cell
+    (before any experiment) and say what to download and where to put it."""
     from compendium import book
 
     missing = tmp_path / "no-imagenet-here"
     params = {"scale": "paper", "device": "cpu", "seed": 0, "imagenet_dir": str(missing)}
     with pytest.raises(book.ChapterExecutionError) as err:
-        book.execute_notebook(ROOT / scales.CHAPTERS["ziller2024"].notebook, tmp_path / "out.ipynb", params,
-                              force=True, label="ziller2024")
+        book.execute_notebook(ROOT / scales.CHAPTERS[key].notebook, tmp_path / "out.ipynb", params,
+                              force=True, label=key)
     message = str(err.value)
     assert "FileNotFoundError" in message and str(missing) in message and "image-net.org" in message
     failed = nbformat.read(tmp_path / "out.failed.ipynb", as_version=4)
