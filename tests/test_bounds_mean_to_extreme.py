@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import special, stats
+from scipy import stats
 
 from compendium import dp
 from compendium.bounds import mean_to_extreme as mte
@@ -170,7 +170,8 @@ def test_r5_mse_threshold_and_inverse():
         2 * mte.minimal_noise_multiplier(0.1, 0.1, 10, 1.0), rel=1e-12)
 
 
-@pytest.mark.parametrize("sigma, N, bound, uniform", [(1.0, 4, "0.447214", "0.242536"), (0.1, 4, "0.980581", "0.928477"),
+@pytest.mark.parametrize("sigma, N, bound, uniform", [(1.0, 4, "0.447214", "0.242536"),
+                                                      (0.1, 4, "0.980581", "0.928477"),
                                                       (0.1, 3072, "0.177555", "0.089846"),
                                                       (0.01, 150528, "0.249589", "0.127816")])
 def test_r6_ncc(sigma, N, bound, uniform):
@@ -222,7 +223,8 @@ def test_rero_gammas_ordering():
     assert np.all(g_dp >= g) and np.any(g_dp > g)
     # the bound holds for every norm >= m
     assert np.all(mte.mse_cdf(eta[:, None], 10, 1.0, np.array([2.0, 3.0, 10.0])) <= g[:, None] + 1e-15)
-    assert np.array_equal(mte.rero_gamma_psnr(3.0, 10, 1.0, 2.0, 1.0), mte.psnr_success_probability(3.0, 10, 1.0, 2.0, 1.0))
+    assert np.array_equal(mte.rero_gamma_psnr(3.0, 10, 1.0, 2.0, 1.0),
+                          mte.psnr_success_probability(3.0, 10, 1.0, 2.0, 1.0))
 
 
 def test_psnr_probability_is_the_mse_cdf_at_the_equivalent_threshold():
