@@ -131,3 +131,13 @@ def test_cli_human_report_lists_sources(capsys):
     assert cli.main(["risk", "--noise-multiplier", "1", "--clip", "1", "--dim", "1000", "--kappa", "0.1"]) == 0
     out = capsys.readouterr().out
     assert "worst_case_success" in out and "Ziller et al. 2024" in out and "0.389" in out
+
+
+@pytest.mark.parametrize("eta, gamma, dim, min_norm, expected", [
+    (0.1, 0.1, 1, 1.0, 2.51651), (0.1, 0.1, 10, 1.0, 0.453368), (0.01, 0.05, 3072, 20.0, 0.00510735),
+    (0.01, 0.05, 150528, 200.0, 0.000501504),
+])
+def test_minimal_noise_multiplier_matches_the_specs_calibration_values(eta, gamma, dim, min_norm, expected):
+    q = risk.RiskQuery(noise_multiplier=1.0, clip=1e6, dim=dim, eta_mse=eta, target_probability=gamma,
+                       min_norm=min_norm)
+    assert risk.assess(q)["minimal_noise_multiplier"] == pytest.approx(expected, rel=2e-6)
