@@ -1,0 +1,444 @@
+"""Bounds of Chaudhuri, Guo, van der Maaten, Mahloujifar, Tygert (2024), "Guarantees of confidentiality via
+Hammersley-Chapman-Robbins bounds".
+
+Setting (Sec. 2.2, eqs. 7-11): the client reveals dithered features ``X = a_theta + Z`` of its input ``theta``
+(``p`` values, e.g. an image of shape ``(C, H, W)``) with ``Z ~ N(0, sigma^2 I_n)``.  The Hammersley-Chapman-Robbins
+(HCR) inequality lower-bounds the variance of every *unbiased* estimator of the input; for Gaussian dithering its
+denominator has the closed form (12), so one forward pass at ``theta + eps`` gives a rigorous bound for whatever
+perturbation ``eps`` is used.  Algorithm 1 (:func:`hcr_bound`) finds such perturbations by repeated LSQR on the
+Jacobian of the feature map, applied matrix-free through ``torch.func.jvp`` / ``torch.func.vjp``; the paper reports
+the bound as a standard deviation per mode of the orthonormal 2-D DCT-II, maximised over 25 random starts.
+
+Functions marked *[ours]* are corrections or closed forms that the paper does not give: the paper's eq. (17) is
+false for ``n, p > 1`` and the first form of its eq. (18), ``sigma^2 / ||J e_k||^2``, is the single-direction bound
+``1 / I_kk``, not the multivariate Cramer-Rao bound ``sigma^2 [(J^T J)^{-1}]_kk`` (:func:`cramer_rao_bound`), which
+is the supremum of the HCR bound over all directions as the perturbation shrinks.
+
+The closed forms are numpy/scipy and vectorised; :func:`hcr_bound` takes a torch feature map and tensors on any
+device, and runs LSQR on CPU float64 numpy vectors.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.fft
+import scipy.sparse.linalg as spla
+import torch
+
+__all__ = [
+    "gaussian_chi2", "hcr_variance_bound", "hcr_sd_bound", "hcr_mse_bound", "hcr_sd_along",
+    "fisher_diagonal_bound_eq18", "cramer_rao_bound", "crb_direction", "hcr_linear_optimal",
+    "dct2", "idct2", "dct_matrix", "low_frequency", "noise_sigma", "bound_visualisation",
+    "algorithm1_linear_closed_form", "HCRResult", "hcr_bound",
+]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# validation helpers
+# ---------------------------------------------------------------------------------------------------------------
+def _check_sigma(sigma) -> np.ndarray:
+    s = np.asarray(sigma, dtype=float)
+    if not (np.all(np.isfinite(s)) and np.all(s > 0)):
+        raise ValueError(f"sigma (standard deviation of the dithering noise) must be finite and > 0; got {sigma!r}")
+    return s
+
+
+def _check_positive_int(name: str, value, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    return int(value)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# eqs. (2), (5), (6), (12): the HCR bound and the Gaussian chi-square divergence
+# ---------------------------------------------------------------------------------------------------------------
+def gaussian_chi2(z_eps, sigma):
+    """Eq. (12) (Appendix A, eqs. 19-28): the HCR denominator for Gaussian dithering ``Z ~ N(0, sigma^2 I_n)``,
+
+    ``E_theta[(f_{theta+eps}(X) / f_theta(X) - 1)^2] = chi^2(P_{theta+eps} || P_theta)``
+    ``= exp(||z_eps||^2 / sigma^2) - 1``
+
+    with ``z_eps = a_{theta+eps} - a_theta`` (eq. 10) the *exact* feature change.  ``z_eps`` has shape ``(..., n)``;
+    the norm is over the last axis, so a batch of feature changes gives one divergence per row.  Computed with
+    ``expm1`` (accurate for the tiny ``||z_eps|| / sigma`` of the paper's runs).
+    """
+    s = _check_sigma(sigma)
+    z = np.asarray(z_eps, dtype=float)
+    if z.ndim == 0:
+        raise ValueError(f"z_eps must have at least one axis (the n features); got a scalar {z_eps!r}")
+    with np.errstate(over="ignore"):               # an overflow is +inf: the bound is 0, as it should be
+        return np.expm1(np.sum(z * z, axis=-1) / s**2)
+
+
+def hcr_variance_bound(delta_g, chi2):
+    """Eq. (2): ``Var_theta(hat theta_k) >= (g_k(theta + eps) - g_k(theta))^2 / chi2``, elementwise (broadcast).
+
+    ``delta_g`` is the change of the estimator's mean (eq. 1) under the perturbation, ``chi2`` the denominator (4)
+    (eq. 12 for Gaussian noise).  For an unbiased estimator ``delta_g = eps_k`` and this is eq. (5).  A zero
+    divergence with a nonzero numerator gives ``+inf`` (no unbiased estimator exists); ``0 / 0`` gives 0.
+    """
+    d = np.asarray(delta_g, dtype=float)
+    c = np.asarray(chi2, dtype=float)
+    if np.any(c < 0) or np.any(np.isnan(c)):
+        raise ValueError(f"chi2 (the chi-square divergence, eq. 4) must be >= 0; got {chi2!r}")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(d == 0, 0.0, d * d / c)
+    return out
+
+
+def hcr_sd_bound(eps, z_eps, sigma):
+    """Eqs. (5) + (12) as a standard deviation (spec section 2.4): for every input coordinate ``k``,
+
+    ``sd(hat theta_k) >= B_k(eps) = |eps_k| / sqrt(exp(||z_eps||^2 / sigma^2) - 1)``.
+
+    ``eps`` has shape ``(batch, *input_shape)`` and ``z_eps`` shape ``(batch, n)``, or one example ``eps`` of any
+    shape with ``z_eps`` of shape ``(n,)``.  Apply it to ``dct2(eps)`` for the per-DCT-mode bound the paper reports
+    (the DCT is orthogonal, so eq. 2 with ``g = D theta`` holds).
+    """
+    e = np.abs(np.asarray(eps, dtype=float))
+    z = np.asarray(z_eps, dtype=float)
+    chi2 = gaussian_chi2(z, sigma)
+    if z.ndim == 1:
+        return np.sqrt(hcr_variance_bound(e, chi2))
+    if z.ndim != 2 or e.ndim < 1 or e.shape[0] != z.shape[0]:
+        raise ValueError(f"z_eps must be (n,) or (batch, n) with eps (batch, ...); got eps {e.shape}, z_eps {z.shape}")
+    return np.sqrt(hcr_variance_bound(e, chi2.reshape((-1,) + (1,) * (e.ndim - 1))))
+
+
+def hcr_mse_bound(eps, z_eps, sigma):
+    """Eq. (6) with (12): ``E[(1/p) sum_k (hat theta_k - theta_k)^2] >= mean_k(eps_k^2) / chi2``,
+    ``chi2 = exp(||z_eps||^2/sigma^2) - 1``.
+
+    One example: ``eps`` of any shape, ``z_eps`` of shape ``(n,)``; a batch: ``(batch, ...)`` and ``(batch, n)``.
+    """
+    e = np.asarray(eps, dtype=float)
+    z = np.asarray(z_eps, dtype=float)
+    chi2 = gaussian_chi2(z, sigma)
+    num = np.mean(e * e) if z.ndim == 1 else np.mean(e.reshape(e.shape[0], -1) ** 2, axis=1)
+    return hcr_variance_bound(np.sqrt(num), chi2)
+
+
+def hcr_sd_along(feature_map, x, eps, sigma):
+    """The rigorous HCR standard-deviation bound (5)+(12) for one given perturbation, by one exact forward pass.
+
+    ``feature_map`` is any torch function of the input (no differentiability needed, Sec. 2.1); ``x`` and ``eps``
+    are tensors of the input shape.  Returns ``(bound, z_eps)`` as numpy arrays:
+    ``|eps| / sqrt(expm1(||z||^2/sigma^2))``
+    of the input shape, and the exact feature change ``z_eps = a_{x+eps} - a_x`` (eq. 10) in float64.
+    """
+    _check_sigma(sigma)
+    with torch.no_grad():
+        z = (feature_map(x + eps).reshape(-1).double() - feature_map(x).reshape(-1).double()).cpu().numpy()
+    e = eps.detach().double().cpu().numpy()
+    return hcr_sd_bound(e, z, sigma), z
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# eqs. (13)-(18): the Cramer-Rao limit, and its correction [ours]
+# ---------------------------------------------------------------------------------------------------------------
+def fisher_diagonal_bound_eq18(J, sigma):
+    """The first form of the paper's eq. (18): ``Var(hat theta_k) >= sigma^2 / sum_j J_jk^2 = sigma^2 / ||J e_k||^2``.
+
+    This is the HCR bound along the single coordinate direction ``eps = eps_k e_k`` as ``eps_k -> 0`` (eq. 16), i.e.
+    ``1 / I_kk`` with Fisher information ``I = J^T J / sigma^2``.  *[ours]* It is valid but it is **not** the
+    multivariate Cramer-Rao bound, which is larger (:func:`cramer_rao_bound`); the paper's second form of (18),
+    built on the elementwise reciprocal (17), is wrong for ``n, p > 1`` and is not implemented.  ``J`` is the
+    ``(n, p)`` Jacobian (for a linear map ``a_theta = A theta``, ``J = A``).  Columns that are zero give ``+inf``.
+    """
+    s = _check_sigma(sigma)
+    J = np.asarray(J, dtype=float)
+    if J.ndim != 2:
+        raise ValueError(f"J (the n x p Jacobian) must be a 2-D array; got shape {J.shape}")
+    col = np.sum(J * J, axis=0)
+    with np.errstate(divide="ignore"):
+        return np.where(col > 0, s**2 / col, np.inf)
+
+
+def cramer_rao_bound(J, sigma, directions=None, rcond: float = 1e-12):
+    """*[ours]* The multivariate Cramer-Rao bound, the limit of eqs. (13)-(18) done right (spec section 2.6):
+
+    ``Var(hat theta_k) >= [I^{-1}]_kk = sigma^2 [(J^T J)^{-1}]_kk``,
+
+    which equals ``lim_{t -> 0} sup_w t^2 w_k^2 / (exp(t^2 ||J w||^2 / sigma^2) - 1)``, attained at
+    ``w = (J^T J)^{-1} e_k`` (:func:`crb_direction`).  For a linear map ``A`` with noise ``sigma`` it is exact.
+
+    ``directions`` (shape ``(m, p)``, rows ``d``) asks for the bound on the linear functionals ``d^T theta``,
+    ``sigma^2 d^T (J^T J)^{-1} d``; with the rows of :func:`dct_matrix` this is the per-DCT-mode bound
+    ``sigma^2 [D (J^T J)^{-1} D^T]_mm``.  Default: the coordinates (``d = e_k``).  A functional that is not in the
+    row space of ``J`` (relative SVD cut-off ``rcond``) gets ``+inf``: no unbiased estimator exists.
+    """
+    s = _check_sigma(sigma)
+    J = np.asarray(J, dtype=float)
+    if J.ndim != 2:
+        raise ValueError(f"J (the n x p Jacobian) must be a 2-D array; got shape {J.shape}")
+    p = J.shape[1]
+    D = np.eye(p) if directions is None else np.asarray(directions, dtype=float)
+    if D.ndim != 2 or D.shape[1] != p:
+        raise ValueError(f"directions must have shape (m, {p}); got {D.shape}")
+    _, sv, Vt = np.linalg.svd(J, full_matrices=True)
+    keep = sv > rcond * (sv[0] if sv.size else 0.0)
+    r = int(np.sum(keep))
+    coef = D @ Vt.T                                  # coordinates of each direction in the right singular basis
+    out = s**2 * np.sum((coef[:, :r] / sv[:r]) ** 2, axis=1)
+    null = np.linalg.norm(coef[:, r:], axis=1) > 1e-9 * np.maximum(np.linalg.norm(D, axis=1), 1e-300)
+    return np.where(null, np.inf, out)
+
+
+def crb_direction(J, k: int):
+    """*[ours]* The direction ``w = (J^T J)^{-1} e_k`` that attains the Cramer-Rao bound on coordinate ``k`` in the
+    limit of small perturbations (spec section 2.6, item 2); ``J`` must have full column rank."""
+    J = np.asarray(J, dtype=float)
+    G = J.T @ J
+    if np.linalg.matrix_rank(G) < G.shape[0]:
+        raise ValueError(f"J must have full column rank ({G.shape[0]}); got rank {np.linalg.matrix_rank(G)}")
+    if not 0 <= k < G.shape[0]:
+        raise ValueError(f"k must be in [0, {G.shape[0]}); got {k!r}")
+    return np.linalg.solve(G, np.eye(G.shape[0])[:, k])
+
+
+def hcr_linear_optimal(crb, t2_norm_sq_over_sigma2):
+    """*[ours]* Spec section 2.6, item 5: for a linear map and ``eps = t (A^T A)^{-1} e_k`` the HCR variance bound is
+    exactly ``CRB_k * x / (e^x - 1)`` with ``x = ||A eps||^2 / sigma^2``; it increases to ``CRB_k`` as ``x -> 0``."""
+    x = np.asarray(t2_norm_sq_over_sigma2, dtype=float)
+    if np.any(x < 0):
+        raise ValueError(f"x = ||A eps||^2 / sigma^2 must be >= 0; got {t2_norm_sq_over_sigma2!r}")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(x == 0, 1.0, x / np.expm1(x))
+    return np.asarray(crb, dtype=float) * ratio
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the orthonormal 2-D DCT-II and low-frequency filtering (spec sections 2.4, 3.3)
+# ---------------------------------------------------------------------------------------------------------------
+def dct2(x):
+    """Orthonormal type-II DCT over the last two (spatial) axes, each channel separately:
+    ``scipy.fft.dctn(x, axes=(-2, -1), norm="ortho")``.  The paper's ``D``; orthogonal, so ``||D x|| = ||x||``."""
+    x = np.asarray(x, dtype=float)
+    if x.ndim < 2:
+        raise ValueError(f"x must have at least two (spatial) axes; got shape {x.shape}")
+    return scipy.fft.dctn(x, axes=(-2, -1), norm="ortho")
+
+
+def idct2(c):
+    """Inverse of :func:`dct2`: ``scipy.fft.idctn(c, axes=(-2, -1), norm="ortho")`` (= ``D^T``)."""
+    c = np.asarray(c, dtype=float)
+    if c.ndim < 2:
+        raise ValueError(f"c must have at least two (spatial) axes; got shape {c.shape}")
+    return scipy.fft.idctn(c, axes=(-2, -1), norm="ortho")
+
+
+def dct_matrix(shape):
+    """The ``(p, p)`` matrix ``D`` of :func:`dct2` on flattened inputs of ``shape`` (``(H, W)`` or ``(C, H, W)``):
+    ``dct2(x).ravel() == D @ x.ravel()`` and ``D^T D = I``.  Rows are the DCT modes in C order."""
+    shape = tuple(int(v) for v in shape)
+    if len(shape) < 2 or any(v < 1 for v in shape):
+        raise ValueError(f"shape must have at least two positive axes; got {shape!r}")
+    p = int(np.prod(shape))
+    return dct2(np.eye(p).reshape((p,) + shape)).reshape(p, p).T
+
+
+def low_frequency(modes, L: int):
+    """The paper's filter: keep the lowest ``L x L`` DCT frequencies of each channel, ``modes[..., :L, :L]``
+    (``L = 8`` for MNIST/CIFAR-10, ``32`` for ImageNet; spec section 2.4)."""
+    L = _check_positive_int("L", L)
+    modes = np.asarray(modes)
+    if modes.ndim < 2 or L > min(modes.shape[-2:]):
+        raise ValueError(f"L must be <= the spatial size {modes.shape[-2:]}; got {L}")
+    return modes[..., :L, :L]
+
+
+def noise_sigma(features, kappa):
+    """The noise level of the authors' code (never stated in the paper, spec section 2.4):
+    ``sigma = kappa * sqrt(mean of a_theta^2)`` over all noiseless features of the evaluated examples
+    (``kappa`` = 1 MNIST, 5 CIFAR-10, 2 ResNet-18, 3 Swin-T)."""
+    if not (np.isfinite(kappa) and kappa > 0):
+        raise ValueError(f"kappa (sigma_scale) must be finite and > 0; got {kappa!r}")
+    if isinstance(features, torch.Tensor):
+        features = features.detach().double().cpu().numpy()
+    a = np.asarray(features, dtype=float)
+    return float(kappa * np.sqrt(np.mean(a * a)))
+
+
+def bound_visualisation(theta, bound, rng: np.random.Generator):
+    """Figures 2 and 4 ("reconstructions"; *not* an attack, spec section 7 item 12):
+    ``D^{-1}(D theta + xi * HCR)`` with i.i.d. Rademacher signs ``xi`` from ``rng``, in normalised units."""
+    theta = np.asarray(theta, dtype=float)
+    bound = np.asarray(bound, dtype=float)
+    if theta.shape != bound.shape:
+        raise ValueError(f"bound must have the shape of theta {theta.shape}; got {bound.shape}")
+    xi = rng.choice(np.array([-1.0, 1.0]), size=theta.shape)
+    return idct2(dct2(theta) + xi * bound)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Algorithm 1 (Sec. 2.2): repeated LSQR, matrix-free through torch.func.jvp / vjp
+# ---------------------------------------------------------------------------------------------------------------
+def algorithm1_linear_closed_form(A, z, num_power_iterations: int = 10):
+    """*[ours]* What Algorithm 1 returns for a linear map ``a_theta = A theta`` with exact least-squares solves
+    (spec section 3.4): ``eps^(1) = A^+ z`` and, for ``i >= 2``, the stationary ``eps = (||z|| / ||P z||) A^+ z``
+    with ``P = A A^+``; ``z_eps = A eps``.  Returns ``(eps, z_eps)``.  Repetitions only rescale ``eps`` (and not at
+    all when ``A`` has full row rank): the loop is not inverse iteration."""
+    A = np.asarray(A, dtype=float)
+    z = np.asarray(z, dtype=float)
+    _check_positive_int("num_power_iterations", num_power_iterations)
+    eps = np.linalg.lstsq(A, z, rcond=None)[0]
+    if num_power_iterations >= 2:
+        eps = eps * np.linalg.norm(z) / np.linalg.norm(A @ eps)
+    return eps, A @ eps
+
+
+@dataclass
+class HCRResult:
+    """Output of :func:`hcr_bound` (numpy, float64).  ``R`` restarts, ``i`` repetitions, ``n`` features.
+
+    - ``bound_dct``: per-DCT-mode HCR standard-deviation bound, max over restarts (input shape; the histogrammed
+      ``hcrmax``); ``bound_dct_per_restart``: ``(R, *input_shape)``.
+    - ``bound_pixel``: the same in the input coordinates (max over restarts).
+    - ``eps`` ``(R, *input_shape)``, ``z_eps`` ``(R, n)``: the final perturbations and exact feature changes.
+    - ``noise`` ``(R, n)``: the dithering draws ``Z_r ~ N(0, sigma^2 I)`` that seed the starts
+      ``z = Z / sqrt(n) / diffdiv``
+      (the code uses the same draws for the dithered accuracy).
+    - ``chi2`` ``(R,)``: ``exp(||z_eps||^2 / sigma^2) - 1`` (eq. 12).
+    - ``lsqr_iterations``, ``lsqr_relative_residual`` ``(R, i)``: LSQR ``itn`` and ``r1norm / ||z_tilde||``.
+    - ``feature_change_mismatch`` ``(R,)``: ``1 - ||z_eps|| / ||z||``, near 0 (the code's diagnostic).
+    - ``ratio`` ``(R,)``: ``||z_eps|| / ||eps||``, what the paper says the repetitions minimise.
+    """
+
+    bound_dct: np.ndarray
+    bound_pixel: np.ndarray
+    bound_dct_per_restart: np.ndarray
+    eps: np.ndarray
+    z_eps: np.ndarray
+    noise: np.ndarray
+    chi2: np.ndarray
+    lsqr_iterations: np.ndarray
+    lsqr_relative_residual: np.ndarray
+    feature_change_mismatch: np.ndarray
+    ratio: np.ndarray
+    sigma: float
+    diffdiv: float
+
+
+def _jacobian_operator(feature_map, point: torch.Tensor, n: int) -> spla.LinearOperator:
+    """``J = d a / d theta`` at ``point`` as a float64 LinearOperator: matvec = JVP, rmatvec = VJP (matrix-free)."""
+    shape, dtype, device = point.shape, point.dtype, point.device
+    flat = lambda t: t.reshape(-1)  # noqa: E731
+    _, vjp_fn = torch.func.vjp(lambda t: flat(feature_map(t)), point)
+
+    def matvec(v):
+        tangent = torch.as_tensor(np.ravel(v), dtype=dtype, device=device).reshape(shape)
+        _, jv = torch.func.jvp(lambda t: flat(feature_map(t)), (point,), (tangent,))
+        return jv.detach().double().cpu().numpy()
+
+    def rmatvec(w):
+        cot = torch.as_tensor(np.ravel(w), dtype=dtype, device=device)
+        return vjp_fn(cot)[0].detach().reshape(-1).double().cpu().numpy()
+
+    return spla.LinearOperator((n, point.numel()), matvec=matvec, rmatvec=rmatvec, dtype=np.float64)
+
+
+def hcr_bound(feature_map, x, sigma, num_restarts: int = 25, num_power_iterations: int = 10, diffdiv: float = 200.0,
+              generator: torch.Generator | None = None, *, jac_at: str = "current", lsqr_atol="code",
+              lsqr_btol: float = 1e-8, iter_lim: int | None = None) -> HCRResult:
+    """Algorithm 1 (Sec. 2.2) and the reported per-DCT-mode HCR bound (Sec. 3, spec sections 2.4 and 3.1-3.3).
+
+    For each restart ``r``: draw the dithering noise ``Z_r ~ N(0, sigma^2 I_n)`` from ``generator``, start from
+    ``z = Z_r / sqrt(n) / diffdiv`` (so ``||z|| ~ sigma / diffdiv``; ``diffdiv = 1/s``), then ``i`` times
+
+    1. ``z_tilde = ||z|| z^(j-1) / ||z^(j-1)||``  (renormalise to the start norm),
+    2. ``eps^(j) = argmin_eps ||J eps - z_tilde||`` by ``scipy.sparse.linalg.lsqr`` (from 0, ``damp = 0``), with
+       ``J`` applied matrix-free (``torch.func.jvp`` / ``torch.func.vjp``),
+    3. ``z^(j) = a_{x + eps^(j)} - a_x`` by one exact forward pass,
+
+    and bound every DCT mode ``m`` by ``|(D eps)_m| / sqrt(exp(||z_eps||^2 / sigma^2) - 1)`` (eqs. 5, 12); the result
+    is the maximum over restarts (each restart is a valid bound, so their maximum is too).
+
+    Parameters
+    ----------
+    feature_map : torch function from a tensor of ``x``'s shape to features (any shape, ``n`` values).  One example;
+        ``x`` must have at least two (spatial) axes, ``(H, W)`` or ``(C, H, W)``.
+    sigma : standard deviation of the dithering noise (the code's ``kappa * RMS(features)``, :func:`noise_sigma`).
+    num_restarts : ``R`` (the paper: 25).  num_power_iterations : ``i`` (the paper: 10, or 6 / 4 for CIFAR-10).
+    diffdiv : ``1/s`` (the paper: 200, 500 or 1000).
+    generator : ``torch.Generator`` for the noise draws (on ``x``'s device or the CPU); ``None`` means a CPU
+        generator seeded 0.  The result is deterministic given the generator's state.
+    jac_at : ``"current"`` (the authors' code: Jacobian at ``x + eps^(j-1)``) or ``"base"`` (Algorithm 1 as printed:
+        at ``x``).  In both cases ``eps^(j)`` is added to the original ``x``.
+    lsqr_atol : ``"code"`` (the authors' rule ``atol = 0.02 ||z_tilde||``, an absolute size handed to scipy's relative
+        tolerance, so it shrinks with ``s``; spec section 3.3) or a float passed to scipy as is.
+    lsqr_btol, iter_lim : scipy's ``btol`` (code: 1e-8) and iteration cap (``None``: scipy's ``2 p``).
+
+    The forward passes and JVP/VJPs run in ``x``'s dtype and device (use float64 when feasible: the bound is
+    rigorous only if ``z_eps`` is accurate, spec section 7 item 19); LSQR runs on CPU float64 vectors.
+    """
+    s = float(_check_sigma(sigma))
+    if np.ndim(sigma) != 0:
+        raise ValueError(f"sigma must be a scalar; got {sigma!r}")
+    R = _check_positive_int("num_restarts", num_restarts)
+    n_it = _check_positive_int("num_power_iterations", num_power_iterations)
+    if not (np.isfinite(diffdiv) and diffdiv > 0):
+        raise ValueError(f"diffdiv (1/s, inverse relative size of the perturbation) must be finite and > 0; "
+                         f"got {diffdiv!r}")
+    if jac_at not in ("current", "base"):
+        raise ValueError(f"jac_at must be 'current' or 'base'; got {jac_at!r}")
+    if not (isinstance(lsqr_atol, str) and lsqr_atol == "code") and not (
+            isinstance(lsqr_atol, (int, float)) and not isinstance(lsqr_atol, bool) and lsqr_atol >= 0):
+        raise ValueError(f"lsqr_atol must be 'code' or a float >= 0; got {lsqr_atol!r}")
+    if not isinstance(x, torch.Tensor) or x.ndim < 2 or not x.is_floating_point():
+        raise ValueError("x must be a floating-point torch.Tensor with at least two (spatial) axes; got "
+                         f"{type(x).__name__} {getattr(x, 'shape', None)}")
+    if generator is None:
+        generator = torch.Generator().manual_seed(0)
+
+    x = x.detach()
+    with torch.no_grad():
+        a0 = feature_map(x).reshape(-1)
+    n = a0.numel()
+    a0_64 = a0.double().cpu().numpy()
+
+    def features_at(eps_np):
+        with torch.no_grad():
+            pert = x + torch.as_tensor(eps_np, dtype=x.dtype, device=x.device).reshape(x.shape)
+            return feature_map(pert).reshape(-1).double().cpu().numpy() - a0_64
+
+    base_op = _jacobian_operator(feature_map, x, n) if jac_at == "base" else None
+    p = x.numel()
+    eps_all = np.zeros((R, p))
+    z_all = np.zeros((R, n))
+    noise = np.zeros((R, n))
+    its = np.zeros((R, n_it), dtype=int)
+    rres = np.zeros((R, n_it))
+    for r in range(R):
+        Z = torch.randn(n, generator=generator, device=generator.device, dtype=torch.float64) * s
+        noise[r] = Z.cpu().numpy()
+        z0 = noise[r] / np.sqrt(n) / diffdiv
+        z0_norm = np.linalg.norm(z0)
+        zj = z0.copy()
+        eps = np.zeros(p)
+        for j in range(n_it):
+            zt = z0_norm * zj / np.linalg.norm(zj)                       # step 4
+            if base_op is not None:
+                op = base_op
+            else:
+                point = x + torch.as_tensor(eps, dtype=x.dtype, device=x.device).reshape(x.shape)
+                op = _jacobian_operator(feature_map, point, n)
+            atol = 2e-2 * np.linalg.norm(zt) if lsqr_atol == "code" else float(lsqr_atol)
+            sol = spla.lsqr(op, zt, damp=0.0, atol=atol, btol=lsqr_btol, iter_lim=iter_lim)   # step 5
+            eps = sol[0]
+            its[r, j], rres[r, j] = sol[2], sol[3] / np.linalg.norm(zt)
+            zj = features_at(eps)                                        # steps 6-7 (exact)
+        eps_all[r], z_all[r] = eps, zj
+
+    eps_shaped = eps_all.reshape((R,) + tuple(x.shape))
+    chi2 = gaussian_chi2(z_all, s)
+    per_restart = hcr_sd_bound(dct2(eps_shaped), z_all, s)
+    pixel = hcr_sd_bound(eps_shaped, z_all, s)
+    z_norm = np.linalg.norm(z_all, axis=1)
+    z0_norms = np.linalg.norm(noise, axis=1) / np.sqrt(n) / diffdiv
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = z_norm / np.linalg.norm(eps_all, axis=1)
+    return HCRResult(bound_dct=per_restart.max(axis=0), bound_pixel=pixel.max(axis=0),
+                     bound_dct_per_restart=per_restart, eps=eps_shaped, z_eps=z_all, noise=noise, chi2=chi2,
+                     lsqr_iterations=its, lsqr_relative_residual=rres, feature_change_mismatch=1.0 - z_norm / z0_norms,
+                     ratio=ratio, sigma=s, diffdiv=float(diffdiv))

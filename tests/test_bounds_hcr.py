@@ -1,0 +1,317 @@
+"""Unit tests of compendium.bounds.hcr (Chaudhuri et al. 2024): the Gaussian chi-square identity (12) against the
+spec's reference values (R1), quadrature and Monte Carlo; the linear-map closed forms (R2, R3); Algorithm 1 with
+LSQR against its closed form on a linear map; the approach to the Cramer-Rao limit; DCT helpers; validation."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.fft
+import scipy.integrate
+import torch
+
+from compendium.bounds import hcr
+
+
+def _linear_map(rng, n=24, shape=(4, 4)):
+    p = int(np.prod(shape))
+    A = rng.standard_normal((n, p))
+    assert np.linalg.matrix_rank(A) == p
+    At = torch.tensor(A)
+    return A, (lambda t: At @ t.reshape(-1)), torch.tensor(rng.standard_normal(shape))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# eq. (12): the Gaussian chi-square divergence (spec R1)
+# ---------------------------------------------------------------------------------------------------------------
+def test_gaussian_chi2_reference_value_R1():
+    z = np.array([0.3, -0.2, 0.1, 0.0, 0.4])
+    assert hcr.gaussian_chi2(z, 0.7) == pytest.approx(0.844567620433489, rel=1e-10)
+
+
+@pytest.mark.parametrize("c, expected", [(0.1, 0.010050167084168081), (1.0, 1.7182818284590453),
+                                         (2.0, 53.59815003314425)])
+def test_gaussian_chi2_matches_quadrature_R1(c, expected):
+    # the feature change c * sigma along one axis, any sigma
+    assert hcr.gaussian_chi2(np.array([0.0, 3.0 * c, 0.0]), 3.0) == pytest.approx(expected, rel=1e-10)
+    f = lambda u: (np.exp(c * u - c * c / 2) - 1) ** 2 * np.exp(-u * u / 2) / np.sqrt(2 * np.pi)  # noqa: E731
+    quad = scipy.integrate.quad(f, -40, 40 + 4 * c, epsabs=1e-14, epsrel=1e-13, limit=200)[0]
+    assert hcr.gaussian_chi2(np.array([c]), 1.0) == pytest.approx(quad, rel=1e-9)
+
+
+def test_gaussian_chi2_matches_monte_carlo_importance_weights():
+    # E[(f(Z - z)/f(Z) - 1)^2] with Z ~ N(0, sigma^2 I_5): the likelihood ratio of a Gaussian shift
+    rng = np.random.default_rng(20240617)
+    sigma, z = 0.7, np.array([0.2, -0.15, 0.1, 0.0, 0.25])
+    Z = sigma * rng.standard_normal((400_000, 5))
+    w = np.exp((Z @ z) / sigma**2 - z @ z / (2 * sigma**2))
+    sample = (w - 1.0) ** 2
+    mc, se = sample.mean(), sample.std(ddof=1) / np.sqrt(sample.size)
+    exact = hcr.gaussian_chi2(z, sigma)
+    assert abs(mc - exact) < 4 * se
+    assert se < 0.02 * exact  # the check has power
+
+
+def test_gaussian_chi2_is_vectorised_over_rows():
+    z = np.random.default_rng(1).standard_normal((3, 4, 6))
+    out = hcr.gaussian_chi2(z, 1.3)
+    assert out.shape == (3, 4)
+    np.testing.assert_allclose(out[2, 1], np.expm1(z[2, 1] @ z[2, 1] / 1.69), rtol=1e-14)
+
+
+def test_identity_map_hcr_tends_to_sigma_squared():
+    # spec 2.1: a_theta = theta, eps = t e_k gives t^2 / (e^{t^2/sigma^2} - 1) <= sigma^2, -> sigma^2 as t -> 0
+    sigma = 0.8
+    vals = [hcr.hcr_variance_bound(t, hcr.gaussian_chi2(np.array([t]), sigma)) for t in (1.0, 0.1, 1e-3)]
+    assert all(v <= sigma**2 for v in vals) and np.all(np.diff(vals) > 0)
+    assert vals[-1] == pytest.approx(sigma**2, rel=1e-6)
+
+
+def test_hcr_sd_and_mse_bounds_agree_with_definitions():
+    rng = np.random.default_rng(2)
+    eps, z = rng.standard_normal((3, 2, 4, 4)), 0.1 * rng.standard_normal((3, 7))
+    b = hcr.hcr_sd_bound(eps, z, 0.5)
+    den = np.expm1((z**2).sum(1) / 0.25)
+    np.testing.assert_allclose(b, np.abs(eps) / np.sqrt(den)[:, None, None, None], rtol=1e-13)
+    np.testing.assert_allclose(hcr.hcr_mse_bound(eps, z, 0.5), (eps**2).reshape(3, -1).mean(1) / den, rtol=1e-13)
+    assert hcr.hcr_sd_bound(eps[0], z[0], 0.5).shape == (2, 4, 4)
+    assert hcr.hcr_variance_bound(1.0, 0.0) == np.inf and hcr.hcr_variance_bound(0.0, 0.0) == 0.0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# eqs. (13)-(18) and the Cramer-Rao bound (spec R2)
+# ---------------------------------------------------------------------------------------------------------------
+P = 64
+L_CUMSUM = np.tril(np.ones((P, P)))
+
+
+def test_crb_and_eq18_on_cumsum_map_R2():
+    crb = hcr.cramer_rao_bound(L_CUMSUM, 1.0)
+    np.testing.assert_allclose(crb, np.r_[1.0, np.full(P - 1, 2.0)], rtol=1e-10)
+    eq18 = hcr.fisher_diagonal_bound_eq18(L_CUMSUM, 1.0)
+    np.testing.assert_allclose(eq18, 1.0 / (P - np.arange(P)), rtol=1e-12)
+    assert np.all(eq18 <= crb * (1 + 1e-12))
+    # sigma scaling
+    np.testing.assert_allclose(hcr.cramer_rao_bound(L_CUMSUM, 2.5), 6.25 * crb, rtol=1e-12)
+
+
+@pytest.mark.parametrize("t, expected", [(1.0, 0.626070570999), (0.1, 1.980066666222), (0.005, 1.999950000417),
+                                         (0.001, 1.999998000001)])
+def test_hcr_along_crb_direction_cumsum_R2(t, expected):
+    k = 10
+    eps = t * hcr.crb_direction(L_CUMSUM, k)
+    var = hcr.hcr_sd_bound(eps, L_CUMSUM @ eps, 1.0)[k] ** 2
+    assert var == pytest.approx(expected, rel=1e-10)
+    x = (L_CUMSUM @ eps) @ (L_CUMSUM @ eps)
+    assert hcr.hcr_linear_optimal(2.0, x) == pytest.approx(var, rel=1e-10)
+
+
+def test_hcr_never_exceeds_crb_for_random_perturbations():
+    rng = np.random.default_rng(3)
+    crb = hcr.cramer_rao_bound(L_CUMSUM, 1.0)
+    eps = rng.standard_normal((500, P)) * rng.uniform(1e-3, 1, (500, 1))
+    ratio = hcr.hcr_sd_bound(eps, eps @ L_CUMSUM.T, 1.0) ** 2 / crb
+    assert ratio.max() <= 1.0
+
+
+def test_crb_is_infinite_outside_the_row_space_and_in_dct_coordinates():
+    J = np.zeros((3, 4))
+    J[0, 0], J[1, 1], J[2, 2] = 1.0, 2.0, 4.0   # coordinate 3 is not identifiable
+    np.testing.assert_allclose(hcr.cramer_rao_bound(J, 1.0), [1.0, 0.25, 1 / 16, np.inf])
+    rng = np.random.default_rng(4)
+    A = rng.standard_normal((20, 16))
+    D = hcr.dct_matrix((4, 4))
+    G = np.linalg.inv(A.T @ A)
+    np.testing.assert_allclose(hcr.cramer_rao_bound(A, 0.3, directions=D), 0.09 * np.diag(D @ G @ D.T), rtol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# DCT helpers
+# ---------------------------------------------------------------------------------------------------------------
+def test_dct_is_orthonormal():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 3, 6, 5))
+    c = hcr.dct2(x)
+    np.testing.assert_allclose(hcr.idct2(c), x, atol=1e-13)
+    np.testing.assert_allclose((c**2).sum(axis=(-2, -1)), (x**2).sum(axis=(-2, -1)), rtol=1e-13)
+    assert hcr.dct2(np.ones((8, 8)))[0, 0] == pytest.approx(8.0, rel=1e-14)
+    D = hcr.dct_matrix((3, 6, 5))
+    np.testing.assert_allclose(D.T @ D, np.eye(90), atol=1e-12)
+    np.testing.assert_allclose(D @ x[0].ravel(), c[0].ravel(), atol=1e-12)
+    np.testing.assert_allclose(c, scipy.fft.dctn(x, axes=(2, 3), norm="ortho"), atol=1e-14)
+    assert hcr.low_frequency(c, 4).shape == (2, 3, 4, 4)
+
+
+def test_bound_visualisation_and_noise_sigma():
+    rng = np.random.default_rng(6)
+    theta = rng.standard_normal((1, 8, 8))
+    np.testing.assert_allclose(hcr.bound_visualisation(theta, np.zeros_like(theta), rng), theta, atol=1e-13)
+    b = np.full_like(theta, 0.5)
+    diff = hcr.dct2(hcr.bound_visualisation(theta, b, rng) - theta)
+    np.testing.assert_allclose(np.abs(diff), 0.5, atol=1e-12)
+    assert hcr.noise_sigma(torch.full((3, 4), -2.0), 1.5) == pytest.approx(3.0, rel=1e-14)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Algorithm 1
+# ---------------------------------------------------------------------------------------------------------------
+def test_algorithm1_closed_form_cumsum_R3():
+    # spec R3: exact solves, start z = s sigma N(0, I)/sqrt(p), default_rng(12345); efficiency median 0.273 (DCT)
+    rng = np.random.default_rng(12345)
+    theta_shape = (8, 8)
+    D8 = hcr.dct_matrix(theta_shape)
+    crb_dct = hcr.cramer_rao_bound(L_CUMSUM, 1.0, directions=D8)
+    best_dct, best_pix = np.zeros(P), np.zeros(P)
+    for _ in range(25):
+        z0 = (1 / 200) * rng.standard_normal(P) / np.sqrt(P)
+        e1, _ = hcr.algorithm1_linear_closed_form(L_CUMSUM, z0, 1)
+        e, ze = hcr.algorithm1_linear_closed_form(L_CUMSUM, z0, 10)
+        assert np.linalg.norm(e - e1) / np.linalg.norm(e1) < 1e-8  # stationary (square invertible map)
+        best_dct = np.maximum(best_dct, hcr.hcr_sd_bound(D8 @ e, ze, 1.0))
+        best_pix = np.maximum(best_pix, hcr.hcr_sd_bound(e, ze, 1.0))
+    assert np.median(best_dct / np.sqrt(crb_dct)) == pytest.approx(0.273, abs=0.02)
+    assert np.median(best_pix / np.sqrt(hcr.cramer_rao_bound(L_CUMSUM, 1.0))) == pytest.approx(0.280, abs=0.02)
+
+
+def test_hcr_bound_cumsum_with_code_tolerance_R3():
+    # spec R3: Algorithm 1 with scipy LSQR and the authors' atol = 0.02 ||z|| on the cumsum map (p = n = 64, sigma = 1,
+    # i = 10, R = 25, s = 1/200): DCT efficiency median 0.272 (theory E max_25 |N(0,1)| / 8 = 0.28; our torch noise
+    # stream differs from the spec's numpy one, hence +-0.03), ||z_eps|| / ||eps|| median 0.717 >> sigma_min = 0.500.
+    Lt = torch.tensor(L_CUMSUM)
+    x = torch.linspace(-1, 1, P, dtype=torch.float64).reshape(8, 8)
+    res = hcr.hcr_bound(lambda t: Lt @ t.reshape(-1), x, 1.0, num_restarts=25, num_power_iterations=10,
+                        diffdiv=200.0, generator=torch.Generator().manual_seed(0))
+    crb_dct = hcr.cramer_rao_bound(L_CUMSUM, 1.0, directions=hcr.dct_matrix((8, 8))).reshape(8, 8)
+    assert np.all(res.bound_dct <= np.sqrt(crb_dct))
+    assert np.median(res.bound_dct / np.sqrt(crb_dct)) == pytest.approx(0.272, abs=0.03)
+    assert np.median(res.ratio) == pytest.approx(0.717, abs=0.05)
+    assert np.all(np.abs(res.feature_change_mismatch) < 0.05)
+
+
+def test_hcr_bound_lsqr_matches_closed_form_on_linear_map():
+    rng = np.random.default_rng(7)
+    A, fm, x = _linear_map(rng)
+    sigma, R = 0.7, 4
+    res = hcr.hcr_bound(fm, x, sigma, num_restarts=R, num_power_iterations=3, diffdiv=200.0,
+                        generator=torch.Generator().manual_seed(11), lsqr_atol=1e-14, lsqr_btol=1e-14)
+    assert res.bound_dct.shape == (4, 4) and res.eps.shape == (R, 4, 4) and res.noise.shape == (R, 24)
+    # the start vectors are Z / sqrt(n) / diffdiv with Z ~ N(0, sigma^2 I) (loose sanity check on the draws)
+    assert 0.3 < res.noise.std() / sigma < 1.7
+    per = []
+    for r in range(R):
+        e, ze = hcr.algorithm1_linear_closed_form(A, res.noise[r] / np.sqrt(24) / 200.0, 3)
+        np.testing.assert_allclose(res.z_eps[r], ze, rtol=1e-6, atol=1e-12 * np.linalg.norm(ze))
+        per.append(hcr.hcr_sd_bound(hcr.dct2(e.reshape(4, 4)), ze, sigma))
+    np.testing.assert_allclose(res.bound_dct_per_restart, np.array(per), rtol=1e-4)
+    np.testing.assert_allclose(res.bound_dct, np.max(per, axis=0), rtol=1e-4)
+    # every per-DCT-mode bound is a valid bound: below the Cramer-Rao bound of that mode
+    crb_dct = hcr.cramer_rao_bound(A, sigma, directions=hcr.dct_matrix((4, 4))).reshape(4, 4)
+    assert np.all(res.bound_dct <= np.sqrt(crb_dct))
+    assert np.all(np.abs(res.feature_change_mismatch) < 1e-8)  # ||z_eps|| = ||z|| after the renormalisation
+
+
+def test_hcr_bound_is_deterministic_and_jac_at_irrelevant_for_linear_map():
+    rng = np.random.default_rng(8)
+    _, fm, x = _linear_map(rng)
+    kw = dict(num_restarts=2, num_power_iterations=2, diffdiv=500.0)
+    r1 = hcr.hcr_bound(fm, x, 1.1, generator=torch.Generator().manual_seed(3), **kw)
+    r2 = hcr.hcr_bound(fm, x, 1.1, generator=torch.Generator().manual_seed(3), **kw)
+    r3 = hcr.hcr_bound(fm, x, 1.1, generator=torch.Generator().manual_seed(3), jac_at="base", **kw)
+    np.testing.assert_array_equal(r1.bound_dct, r2.bound_dct)
+    np.testing.assert_allclose(r1.bound_dct, r3.bound_dct, rtol=1e-10)
+    r4 = hcr.hcr_bound(fm, x, 1.1, generator=torch.Generator().manual_seed(4), **kw)
+    assert not np.allclose(r1.bound_dct, r4.bound_dct)
+
+
+def test_shrinking_perturbation_approaches_cramer_rao():
+    # (a) HCR along the CRB direction, computed by one exact forward pass of the torch map, increases monotonically to
+    #     the CRB as the perturbation shrinks (the limit (13)-(18) done right); (b) Algorithm 1's own bound increases
+    #     monotonically with diffdiv to its linearised limit and stays below the CRB (it is not the CRB direction).
+    rng = np.random.default_rng(9)
+    A, fm, x = _linear_map(rng, n=36, shape=(6, 6))
+    sigma, k = 0.9, 7
+    crb = hcr.cramer_rao_bound(A, sigma)[k]
+    w = hcr.crb_direction(A, k)
+    vals = []
+    for tau in (1.0, 0.3, 0.1, 0.03, 0.01):      # ||z_eps|| / sigma = tau
+        t = tau * sigma / np.linalg.norm(A @ w)
+        b, z = hcr.hcr_sd_along(fm, x, torch.tensor(t * w).reshape(6, 6), sigma)
+        assert np.linalg.norm(z) / sigma == pytest.approx(tau, rel=1e-10)
+        vals.append(b.ravel()[k] ** 2)
+    assert np.all(np.diff(vals) > 0) and vals[-1] <= crb
+    assert (crb - vals[-1]) / crb < 1e-3
+
+    bounds = []
+    for dd in (2.0, 10.0, 100.0, 1000.0):
+        res = hcr.hcr_bound(fm, x, sigma, num_restarts=1, num_power_iterations=2, diffdiv=dd,
+                            generator=torch.Generator().manual_seed(5), lsqr_atol=1e-14, lsqr_btol=1e-14)
+        bounds.append(res.bound_dct)
+    bounds = np.array(bounds)
+    assert np.all(np.diff(bounds, axis=0) > 0)
+    limit = sigma * np.abs(hcr.dct2(res.eps[0])) / np.linalg.norm(res.z_eps[0])   # sigma |D eps| / ||A eps||
+    assert np.max(np.abs(bounds[-1] / limit - 1)) < 1e-3
+    crb_dct = hcr.cramer_rao_bound(A, sigma, directions=hcr.dct_matrix((6, 6))).reshape(6, 6)
+    assert np.all(bounds[-1] <= np.sqrt(crb_dct))
+
+
+def test_hcr_bound_on_nonlinear_map_is_the_exact_forward_pass_bound():
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Flatten(0), torch.nn.Linear(16, 20), torch.nn.Tanh(), torch.nn.Linear(20, 20),
+                              torch.nn.Tanh()).double()
+    for q in net.parameters():
+        q.requires_grad_(False)
+    x = torch.randn(1, 4, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    sigma = hcr.noise_sigma(net(x), 1.0)
+    res = hcr.hcr_bound(net, x, sigma, num_restarts=3, num_power_iterations=3, diffdiv=200.0,
+                        generator=torch.Generator().manual_seed(2))
+    assert res.bound_dct.shape == (1, 4, 4) and np.all(np.isfinite(res.bound_dct)) and np.all(res.bound_dct > 0)
+    for r in range(3):
+        b, z = hcr.hcr_sd_along(net, x, torch.tensor(res.eps[r]), sigma)
+        np.testing.assert_allclose(res.z_eps[r], z, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(res.bound_dct_per_restart[r], hcr.hcr_sd_bound(hcr.dct2(res.eps[r]), z, sigma),
+                                   rtol=1e-12)
+    # ||z_eps|| / sigma is about s = 1/diffdiv (the paper's "size of the perturbation")
+    assert np.all(np.abs(np.linalg.norm(res.z_eps, axis=1) / sigma * 200.0 - 1) < 0.5)
+    assert np.all(np.abs(res.feature_change_mismatch) < 0.05)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# input validation
+# ---------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("sigma", [0.0, -1.0, np.nan, np.inf])
+def test_bad_sigma_raises(sigma):
+    with pytest.raises(ValueError, match="sigma"):
+        hcr.gaussian_chi2(np.ones(3), sigma)
+    with pytest.raises(ValueError, match="sigma"):
+        hcr.cramer_rao_bound(np.eye(3), sigma)
+    with pytest.raises(ValueError, match="sigma"):
+        hcr.hcr_bound(lambda t: t.reshape(-1), torch.zeros(2, 2), sigma)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(num_restarts=0), "num_restarts"), (dict(num_restarts=2.5), "num_restarts"),
+    (dict(num_power_iterations=0), "num_power_iterations"), (dict(diffdiv=0.0), "diffdiv"),
+    (dict(diffdiv=-3.0), "diffdiv"), (dict(jac_at="middle"), "jac_at"), (dict(lsqr_atol=-1.0), "lsqr_atol"),
+    (dict(lsqr_atol="tight"), "lsqr_atol"),
+])
+def test_hcr_bound_validation(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        hcr.hcr_bound(lambda t: t.reshape(-1), torch.zeros(2, 2), 1.0, **kwargs)
+
+
+def test_other_validation():
+    with pytest.raises(ValueError, match="x must"):
+        hcr.hcr_bound(lambda t: t, torch.zeros(4), 1.0)
+    with pytest.raises(ValueError, match="z_eps"):
+        hcr.gaussian_chi2(1.0, 1.0)
+    with pytest.raises(ValueError, match="chi2"):
+        hcr.hcr_variance_bound(1.0, -0.5)
+    with pytest.raises(ValueError, match="directions"):
+        hcr.cramer_rao_bound(np.eye(3), 1.0, directions=np.eye(4))
+    with pytest.raises(ValueError, match="L must"):
+        hcr.low_frequency(np.zeros((8, 8)), 9)
+    with pytest.raises(ValueError, match="kappa"):
+        hcr.noise_sigma(np.ones(3), 0.0)
+    with pytest.raises(ValueError, match="full column rank"):
+        hcr.crb_direction(np.ones((3, 2)), 0)
+    with pytest.raises(ValueError, match="x must"):
+        hcr.dct2(np.ones(4))
