@@ -109,3 +109,225 @@ def chapter_images(source: str, n: int, resolution: int, seed: int = 0,
         folder = Path(imagenet_dir if imagenet_dir is not None else "data/imagenet-val")
         return imagenet_folder(folder if folder.is_absolute() else repository_root() / folder, n, resolution)
     raise ValueError(f"source={source!r}; allowed: 'photos', 'imagenet'")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Classification data for the HCR chapter: offline stand-ins (scikit-learn digits, photo classes) and the paper's
+# MNIST / CIFAR-10 read from their standard files (no torchvision).
+# ---------------------------------------------------------------------------------------------------------------
+DIGITS_TEST_SIZE = 500
+SPLITS = ("train", "test", "all")
+
+
+def _check_split(split: str, allowed: tuple[str, ...] = SPLITS) -> None:
+    if split not in allowed:
+        raise ValueError(f"split={split!r}; allowed: {', '.join(map(repr, allowed))}")
+
+
+def digits(split: str = "train", seed: int = 0, test_size: int = DIGITS_TEST_SIZE) -> tuple[torch.Tensor, torch.Tensor]:
+    """scikit-learn's bundled 8x8 digits (1,797 images, no download) as ``(images, labels)``.
+
+    Images are (B, 1, 8, 8) float32 in [0, 1] (the 0-16 gray levels divided by 16), labels int64 in 0..9.  The split
+    is ``numpy.random.default_rng(seed).permutation(1797)``: its first ``1797 - test_size`` indices are ``"train"``,
+    the last ``test_size`` ``"test"`` (the HCR spec's Notebook B: 1,297 / 500 for seed 0, train mean / std 0.3054 /
+    0.3759); ``"all"`` is the whole set in scikit-learn's order.
+    """
+    _check_split(split)
+    from sklearn.datasets import load_digits
+
+    if isinstance(test_size, bool) or not isinstance(test_size, int) or not 1 <= test_size <= 1796:
+        raise ValueError(f"test_size={test_size!r}; allowed: an integer in [1, 1796]")
+    d = load_digits()
+    x = torch.from_numpy((d.images / 16.0).astype(np.float32))[:, None]
+    y = torch.from_numpy(d.target.astype(np.int64))
+    if split == "all":
+        return x, y
+    perm = np.random.default_rng(seed).permutation(len(y))
+    idx = perm[:len(y) - test_size] if split == "train" else perm[len(y) - test_size:]
+    idx = torch.from_numpy(idx)
+    return x[idx], y[idx]
+
+
+def photo_classes(n_per_class: int, resolution: int = 32, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """A small CIFAR-style colour classification task offline: class ``k`` is "a crop of photograph
+    ``PHOTO_NAMES[k]``" (7 classes), with ``n_per_class`` random crops each.
+
+    The images are exactly :func:`photo_crops` ``(7 * n_per_class, resolution, seed)`` (crop ``i`` comes from photo
+    ``i mod 7``), so the labels are ``i mod 7``; returns (7 n, 3, r, r) float32 in [0, 1] and int64 labels.  Use
+    different seeds for a training and a test set (the crops are independent draws from the same photographs).
+    """
+    if isinstance(n_per_class, bool) or not isinstance(n_per_class, int) or n_per_class < 1:
+        raise ValueError(f"n_per_class={n_per_class!r}; allowed: an integer >= 1")
+    if isinstance(resolution, bool) or not isinstance(resolution, int) or resolution < 1:
+        raise ValueError(f"resolution={resolution!r}; allowed: an integer >= 1")
+    k = len(PHOTO_NAMES)
+    x = photo_crops(k * n_per_class, resolution, seed)
+    y = torch.arange(k * n_per_class, dtype=torch.int64) % k
+    return x, y
+
+
+MNIST_MIRRORS = ("https://ossci-datasets.s3.amazonaws.com/mnist/", "http://yann.lecun.com/exdb/mnist/")
+MNIST_FILES = {
+    "train": (("train-images-idx3-ubyte.gz", "f68b3c2dcbeaaa9fbdd348bbdeb94873"),
+              ("train-labels-idx1-ubyte.gz", "d53e105ee54ea40749a09fcbcd1e9432")),
+    "test": (("t10k-images-idx3-ubyte.gz", "9fb629c4189551a2d022fa330f9573f3"),
+             ("t10k-labels-idx1-ubyte.gz", "ec29112dd5afa0611ce80d1b7f02629c")),
+}
+CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
+CIFAR10_MD5 = "c58f30108f718f92721af3b95e74349a"
+CIFAR10_DIR = "cifar-10-batches-py"
+CIFAR10_FILES = {"train": tuple(f"data_batch_{i}" for i in range(1, 6)), "test": ("test_batch",)}
+
+
+def _download(url: str, dest: Path) -> None:
+    """Fetch ``url`` into ``dest`` (through a temporary file, so a failed download leaves nothing behind)."""
+    import shutil
+    import urllib.request
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + ".part")
+    try:
+        with urllib.request.urlopen(url, timeout=60) as response, open(tmp, "wb") as f:
+            shutil.copyfileobj(response, f)
+        tmp.replace(dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _md5(path: Path) -> str:
+    import hashlib
+
+    h = hashlib.md5()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _fetch(urls: tuple[str, ...], dest: Path, md5: str) -> None:
+    """Download ``dest`` from the first of ``urls`` that works and check its MD5; raise ``OSError`` otherwise."""
+    errors = []
+    for url in urls:
+        try:
+            _download(url, dest)
+        except Exception as err:  # noqa: BLE001 - any failure means: try the next mirror, then report them all
+            errors.append(f"{url}: {err}")
+            continue
+        if _md5(dest) != md5:
+            dest.unlink(missing_ok=True)
+            errors.append(f"{url}: MD5 mismatch (expected {md5})")
+            continue
+        return
+    raise OSError("; ".join(errors))
+
+
+def _read_idx(path: Path) -> np.ndarray:
+    """An IDX file (gzip-compressed when its name ends in .gz) of unsigned bytes: magic 0x0000 08 ndim, then ndim
+    big-endian int32 sizes, then the data."""
+    import gzip
+
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as f:
+        raw = f.read()
+    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] != 0x08:
+        raise ValueError(f"{path} is not an unsigned-byte IDX file (bad magic number {raw[:4].hex()})")
+    ndim = raw[3]
+    dims = np.frombuffer(raw, dtype=">i4", count=ndim, offset=4)
+    data = np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim)
+    if data.size != int(np.prod(dims)):
+        raise ValueError(f"{path}: header says shape {tuple(int(d) for d in dims)} but holds {data.size} bytes")
+    return data.reshape(tuple(int(d) for d in dims))
+
+
+def _find(root: Path, name: str, subdirs: tuple[str, ...]) -> Path | None:
+    """``name`` or its uncompressed form, in ``root`` or one of ``subdirs`` (e.g. torchvision's MNIST/raw)."""
+    for folder in (root, *(root / s for s in subdirs)):
+        for candidate in (name, name[:-3] if name.endswith(".gz") else name):
+            if (folder / candidate).is_file():
+                return folder / candidate
+    return None
+
+
+def mnist(root: str | Path = "data/mnist", split: str = "train",
+          download: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """MNIST from its four standard IDX files in ``root`` (no torchvision): ``(images, labels)`` with images
+    (N, 1, 28, 28) float32 in [0, 1] and int64 labels (N = 60,000 for ``"train"``, 10,000 for ``"test"``).
+
+    The files (``train-images-idx3-ubyte.gz``, ``train-labels-idx1-ubyte.gz``, ``t10k-images-idx3-ubyte.gz``,
+    ``t10k-labels-idx1-ubyte.gz``, gzipped or not) are looked for in ``root`` and in ``root/MNIST/raw`` (torchvision's
+    layout).  Missing ones are downloaded into ``root`` from :data:`MNIST_MIRRORS` (and MD5-checked) only when
+    ``download=True``; otherwise, or when the download fails, ``FileNotFoundError`` says what to fetch from where.
+    """
+    _check_split(split, ("train", "test"))
+    root = Path(root)
+    paths = []
+    for name, md5 in MNIST_FILES[split]:
+        path = _find(root, name, ("MNIST/raw", "raw"))
+        if path is None:
+            how = (f"Download {name} from {MNIST_MIRRORS[0]}{name} (or {MNIST_MIRRORS[1]}{name}) and put it into "
+                   f"{root.resolve()}, or call mnist(..., download=True) on a machine with internet access.")
+            if not download:
+                raise FileNotFoundError(f"MNIST file {name} not found in {root.resolve()}. {how}")
+            try:
+                _fetch(tuple(m + name for m in MNIST_MIRRORS), root / name, md5)
+            except OSError as err:
+                raise FileNotFoundError(f"MNIST file {name} is missing and could not be downloaded ({err}). "
+                                        f"{how}") from err
+            path = root / name
+        paths.append(path)
+    images, labels = _read_idx(paths[0]), _read_idx(paths[1])
+    if images.ndim != 3 or labels.ndim != 1 or images.shape[0] != labels.shape[0]:
+        raise ValueError(f"MNIST files {paths[0]} / {paths[1]} disagree: images {images.shape}, labels "
+                         f"{labels.shape}")
+    x = torch.from_numpy(images.astype(np.float32) / 255.0)[:, None]
+    return x, torch.from_numpy(labels.astype(np.int64))
+
+
+def cifar10(root: str | Path = "data/cifar10", split: str = "train",
+            download: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """CIFAR-10 from its standard python pickle batches (no torchvision): ``(images, labels)`` with images
+    (N, 3, 32, 32) float32 in [0, 1] and int64 labels (N = 50,000 for ``"train"``, 10,000 for ``"test"``).
+
+    Reads ``root/cifar-10-batches-py/data_batch_1..5`` (train) or ``test_batch`` (test), each a pickled dict with
+    ``b'data'`` (N x 3072 uint8, channel-major) and ``b'labels'``.  When they are missing and ``download=True`` the
+    archive :data:`CIFAR10_URL` is downloaded into ``root``, MD5-checked and extracted; otherwise, or when that
+    fails, ``FileNotFoundError`` says what to fetch from where.  The pickles are trusted files: load only the
+    official archive.
+    """
+    import pickle
+
+    _check_split(split, ("train", "test"))
+    root = Path(root)
+    folder = root / CIFAR10_DIR
+    names = CIFAR10_FILES[split]
+    missing = [n for n in names if not (folder / n).is_file()]
+    if missing:
+        how = (f"Download {CIFAR10_URL} and extract it into {root.resolve()} (so that {folder.resolve()} holds "
+               f"data_batch_1..5 and test_batch), or call cifar10(..., download=True) on a machine with internet "
+               "access.")
+        if not download:
+            raise FileNotFoundError(f"CIFAR-10 batches {', '.join(missing)} not found in {folder.resolve()}. {how}")
+        import tarfile
+
+        archive = root / CIFAR10_URL.rsplit("/", 1)[1]
+        try:
+            if not (archive.is_file() and _md5(archive) == CIFAR10_MD5):
+                _fetch((CIFAR10_URL,), archive, CIFAR10_MD5)
+            with tarfile.open(archive, "r:gz") as tar:
+                members = [m for m in tar.getmembers() if m.name.startswith(CIFAR10_DIR + "/") and m.isfile()
+                           and ".." not in Path(m.name).parts]
+                tar.extractall(root, members=members)
+        except (OSError, tarfile.TarError) as err:
+            raise FileNotFoundError(f"CIFAR-10 is missing and could not be downloaded ({err}). {how}") from err
+    xs, ys = [], []
+    for n in names:
+        with open(folder / n, "rb") as f:
+            batch = pickle.load(f, encoding="bytes")
+        data = np.asarray(batch[b"data"], dtype=np.uint8)
+        labels = np.asarray(batch[b"labels"], dtype=np.int64)
+        if data.ndim != 2 or data.shape[1] != 3072 or data.shape[0] != labels.shape[0]:
+            raise ValueError(f"{folder / n} is not a CIFAR-10 batch: data {data.shape}, labels {labels.shape}")
+        xs.append(data.reshape(-1, 3, 32, 32))
+        ys.append(labels)
+    x = torch.from_numpy(np.concatenate(xs).astype(np.float32) / 255.0)
+    return x, torch.from_numpy(np.concatenate(ys))

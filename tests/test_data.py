@@ -142,3 +142,139 @@ def test_imagenet_folder_too_few(folder):
     assert str(folder.resolve()) in msg
     assert "found 4" in msg  # the .txt file is not counted
     assert "needs 10" in msg and "image-net.org" in msg
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Classification data: digits, photo classes, MNIST / CIFAR-10 readers on fake files (never the network)
+# ---------------------------------------------------------------------------------------------------------------
+def test_digits_split_shapes_range_and_spec_constants():
+    xtr, ytr = data.digits("train", seed=0)
+    xte, yte = data.digits("test", seed=0)
+    xall, yall = data.digits("all")
+    assert xtr.shape == (1297, 1, 8, 8) and xte.shape == (500, 1, 8, 8) and xall.shape == (1797, 1, 8, 8)
+    assert xtr.dtype == torch.float32 and ytr.dtype == torch.int64
+    assert xall.min() == 0.0 and xall.max() == 1.0
+    assert set(yall.tolist()) == set(range(10))
+    # HCR spec, Notebook B / R5: train mean / std 0.3054 / 0.3759 for seed 0
+    assert xtr.mean().item() == pytest.approx(0.3054, abs=1e-4)
+    assert xtr.std(unbiased=False).item() == pytest.approx(0.3759, abs=1e-4)
+    # disjoint split covering everything
+    rows = lambda x: {tuple(r) for r in x.flatten(1).tolist()}  # noqa: E731
+    assert len(rows(xtr) & rows(xte)) < 5  # (a few digits are exact duplicates in the data set)
+    assert torch.equal(data.digits("train", seed=0)[0], xtr)
+    assert not torch.equal(data.digits("train", seed=1)[0], xtr)
+    with pytest.raises(ValueError, match="split"):
+        data.digits("validation")
+    with pytest.raises(ValueError, match="test_size"):
+        data.digits("train", test_size=0)
+
+
+def test_photo_classes_shapes_labels_determinism():
+    x, y = data.photo_classes(2, 12, seed=0)
+    assert x.shape == (14, 3, 12, 12) and x.dtype == torch.float32
+    assert x.min() >= 0 and x.max() <= 1
+    assert y.tolist() == list(range(7)) * 2
+    x2, y2 = data.photo_classes(2, 12, seed=0)
+    assert torch.equal(x, x2) and torch.equal(y, y2)
+    assert not torch.equal(data.photo_classes(2, 12, seed=1)[0], x)
+    with pytest.raises(ValueError, match="n_per_class"):
+        data.photo_classes(0, 12)
+
+
+def _write_idx(path, array: np.ndarray) -> None:
+    import gzip
+    import struct
+
+    header = struct.pack(">BBBB", 0, 0, 0x08, array.ndim) + struct.pack(f">{array.ndim}i", *array.shape)
+    with gzip.open(path, "wb") as f:
+        f.write(header + array.astype(np.uint8).tobytes())
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    calls = []
+
+    def refuse(url, dest):
+        calls.append(url)
+        raise OSError("network disabled in tests")
+
+    monkeypatch.setattr(data, "_download", refuse)
+    return calls
+
+
+def test_mnist_reads_idx_files(tmp_path, no_network):
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, size=(5, 28, 28), dtype=np.uint8)
+    labels = np.array([3, 1, 4, 1, 5], dtype=np.uint8)
+    _write_idx(tmp_path / "t10k-images-idx3-ubyte.gz", images)
+    _write_idx(tmp_path / "t10k-labels-idx1-ubyte.gz", labels)
+    x, y = data.mnist(tmp_path, "test")
+    assert x.shape == (5, 1, 28, 28) and x.dtype == torch.float32
+    assert np.array_equal((x[:, 0] * 255).round().numpy().astype(np.uint8), images)
+    assert y.tolist() == [3, 1, 4, 1, 5] and y.dtype == torch.int64
+    assert no_network == []
+    # torchvision's layout (MNIST/raw, uncompressed) is found too
+    raw = tmp_path / "tv" / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    import gzip
+    for name in ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"):
+        (raw / name).write_bytes(gzip.decompress((tmp_path / f"{name}.gz").read_bytes()))
+    x2, y2 = data.mnist(tmp_path / "tv", "test")
+    assert torch.equal(x, x2) and torch.equal(y, y2)
+
+
+def test_mnist_missing_files_message(tmp_path, no_network):
+    with pytest.raises(FileNotFoundError, match=r"train-images-idx3-ubyte\.gz.*ossci-datasets.*download=True"):
+        data.mnist(tmp_path, "train")
+    assert no_network == []  # download=False never touches the network
+    with pytest.raises(FileNotFoundError, match=r"could not be downloaded.*network disabled"):
+        data.mnist(tmp_path, "train", download=True)
+    assert len(no_network) == 2  # both mirrors tried, then a clear error
+    assert not any(tmp_path.iterdir())
+    with pytest.raises(ValueError, match="split"):
+        data.mnist(tmp_path, "all")
+
+
+def test_mnist_rejects_bad_magic(tmp_path):
+    import gzip
+    with gzip.open(tmp_path / "t10k-images-idx3-ubyte.gz", "wb") as f:
+        f.write(b"\x00\x00\x0d\x03" + b"\x00" * 16)
+    _write_idx(tmp_path / "t10k-labels-idx1-ubyte.gz", np.zeros(1, dtype=np.uint8))
+    with pytest.raises(ValueError, match="magic"):
+        data.mnist(tmp_path, "test")
+
+
+def _write_cifar_batch(path, data_array: np.ndarray, labels: list[int]) -> None:
+    import pickle
+
+    with open(path, "wb") as f:
+        pickle.dump({b"batch_label": b"fake", b"data": data_array, b"labels": labels, b"filenames": []}, f)
+
+
+def test_cifar10_reads_pickle_batches(tmp_path, no_network):
+    folder = tmp_path / "cifar-10-batches-py"
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    test = rng.integers(0, 256, size=(3, 3072), dtype=np.uint8)
+    _write_cifar_batch(folder / "test_batch", test, [9, 0, 2])
+    x, y = data.cifar10(tmp_path, "test")
+    assert x.shape == (3, 3, 32, 32) and x.dtype == torch.float32 and x.min() >= 0 and x.max() <= 1
+    assert np.array_equal((x * 255).round().numpy().astype(np.uint8), test.reshape(3, 3, 32, 32))
+    assert (x[1, 0] * 255).round().flatten().numpy().astype(np.uint8).tolist() == test[1, :1024].tolist()  # R plane
+    assert y.tolist() == [9, 0, 2]
+    for i in range(1, 6):
+        _write_cifar_batch(folder / f"data_batch_{i}", rng.integers(0, 256, size=(2, 3072), dtype=np.uint8), [i, i])
+    xtr, ytr = data.cifar10(tmp_path, "train")
+    assert xtr.shape == (10, 3, 32, 32) and ytr.tolist() == [1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+    assert no_network == []
+
+
+def test_cifar10_missing_files_message(tmp_path, no_network):
+    with pytest.raises(FileNotFoundError, match=r"test_batch.*cifar-10-python\.tar\.gz.*download=True"):
+        data.cifar10(tmp_path, "test")
+    assert no_network == []
+    with pytest.raises(FileNotFoundError, match=r"could not be downloaded.*network disabled.*www\.cs\.toronto\.edu"):
+        data.cifar10(tmp_path, "test", download=True)
+    assert no_network == ["https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"]
+    with pytest.raises(ValueError, match="split"):
+        data.cifar10(tmp_path, "valid")

@@ -1,0 +1,149 @@
+"""The small classifiers of the HCR chapter (Guo, Karrer, Sablayrolles, Maeng and Chaudhuri; see
+``/work/shared/specs/seed-002-hcr-bounds.md``, Sec. 3.1 / 3.2 of the paper, experiments E1 and E2 of the spec).
+
+Each network is split into a feature extractor ``features`` (all layers up to and including the last hidden ReLU,
+the :math:`a_\\theta` of the paper) and a ``head`` (one affine layer; the softmax is left to the loss), so that the
+HCR chapter can reveal dithered features :math:`a_\\theta + Z` and apply the head to them::
+
+    z = model.features(x)                  # (B, model.feature_dim)
+    logits = model.head(z + sigma * noise)  # (B, num_classes)
+    model(x) == model.head(model.features(x))
+
+Both are sized by ``in_channels``, ``image_size`` and ``num_classes`` (and widths), so the same layer structure runs
+on the paper's data (MNIST 1x28x28, CIFAR-10 3x32x32) and on the offline stand-ins (scikit-learn's 1x8x8 digits,
+small colour crops of scikit-image's photographs).  Inputs are whatever the caller feeds (the paper feeds normalised
+images: MNIST ``(x - 0.1307) / 0.3081``, CIFAR ``2x - 1``; see :data:`MNIST_NORMALIZATION`,
+:data:`CIFAR_NORMALIZATION`); the models themselves contain no normalisation and no BatchNorm.
+
+Weights are initialised like PyTorch's defaults (uniform in :math:`\\pm 1/\\sqrt{\\text{fan-in}}` for weights and
+biases) but from an explicit ``torch.Generator`` when one is given, so a model is reproducible without global seeding.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+#: (mean, std) of the paper's MNIST normalisation ``(x - 0.1307) / 0.3081`` (the paper prints "0.1037", a typo).
+MNIST_NORMALIZATION = (0.1307, 0.3081)
+#: (mean, std) of the paper's CIFAR-10 normalisation ``(x - 0.5) / 0.5 = 2x - 1``.
+CIFAR_NORMALIZATION = (0.5, 0.5)
+
+
+def _check_positive_int(name: str, value, minimum: int = 1) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name}={value!r}; allowed: an integer >= {minimum}")
+
+
+def init_parameters(module: nn.Module, generator: torch.Generator | None = None) -> nn.Module:
+    """Re-initialise every ``nn.Linear`` / ``nn.Conv2d`` of ``module`` like PyTorch's default (weight and bias uniform
+    in :math:`[-1/\\sqrt{\\text{fan-in}}, 1/\\sqrt{\\text{fan-in}}]`, the bound ``kaiming_uniform_(a=sqrt(5))``
+    gives), drawing from ``generator`` (the default torch stream when ``None``).  Returns ``module``."""
+    with torch.no_grad():
+        for m in module.modules():
+            if isinstance(m, (nn.Linear, nn.Conv2d)):
+                fan_in = m.weight[0].numel()
+                bound = 1.0 / math.sqrt(fan_in)
+                if m.weight.device.type == "meta":
+                    continue
+                m.weight.uniform_(-bound, bound, generator=generator)
+                if m.bias is not None:
+                    m.bias.uniform_(-bound, bound, generator=generator)
+    return module
+
+
+class SplitClassifier(nn.Module):
+    """A classifier ``head(features(x))`` whose two parts are ``nn.Sequential`` attributes.
+
+    ``feature_dim`` is the width :math:`n` of the features, ``num_classes`` the number of logits.
+    """
+
+    features: nn.Sequential
+    head: nn.Sequential
+
+    def __init__(self, features: nn.Sequential, head: nn.Sequential, feature_dim: int, num_classes: int,
+                 in_channels: int, image_size: int):
+        super().__init__()
+        self.features = features
+        self.head = head
+        self.feature_dim = feature_dim
+        self.num_classes = num_classes
+        self.in_channels = in_channels
+        self.image_size = image_size
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x))
+
+
+class MnistMLP(SplitClassifier):
+    """The paper's MNIST network (Sec. 3.1; spec E1):
+    Flatten -> Affine(d, h) -> ReLU -> Affine(h, h) -> ReLU  (features, n = h) -> Affine(h, num_classes)  (head),
+    with ``d = in_channels * image_size**2`` and ``h = hidden`` (default ``d``: the paper's 784 on MNIST, 1,238,730
+    parameters; 64 on scikit-learn's 8x8 digits, the spec's Notebook B toy).
+    """
+
+    def __init__(self, in_channels: int = 1, image_size: int = 28, num_classes: int = 10, hidden: int | None = None,
+                 generator: torch.Generator | None = None):
+        for name, value in (("in_channels", in_channels), ("image_size", image_size), ("num_classes", num_classes)):
+            _check_positive_int(name, value)
+        if num_classes < 2:
+            raise ValueError(f"num_classes={num_classes!r}; allowed: an integer >= 2")
+        d = in_channels * image_size * image_size
+        hidden = d if hidden is None else hidden
+        _check_positive_int("hidden", hidden)
+        features = nn.Sequential(nn.Flatten(), nn.Linear(d, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU())
+        head = nn.Sequential(nn.Linear(hidden, num_classes))
+        super().__init__(features, head, hidden, num_classes, in_channels, image_size)
+        init_parameters(self, generator)
+
+
+def _conv_out(size: int, kernel: int, padding: int) -> int:
+    return size + 2 * padding - kernel + 1
+
+
+class CifarCNN(SplitClassifier):
+    """The paper's CIFAR-10 network (Sec. 3.2; spec E2, adapted by the paper from Shahrestani 2021):
+
+    Conv(c, w1, k3) -> ReLU -> MaxPool2 -> Conv(w1, w2, k5) -> ReLU -> MaxPool3 -> Conv(w2, w3, k3) -> ReLU
+    -> Flatten -> Affine(., hidden) -> ReLU  (features, n = hidden)  -> Affine(hidden, num_classes)  (head).
+
+    The defaults ``widths=(32, 1024, 3072)``, ``hidden=3072``, 3x32x32 input and ``padding=0`` are the paper's
+    (32x30x30 -> 32x15x15 -> 1024x11x11 -> 1024x3x3 -> 3072x1x1; 38,606,730 parameters).  Without padding the
+    structure needs ``image_size >= 28``; ``padding="auto"`` (the default) therefore uses no padding from 28 pixels
+    up and "same" padding (kernel // 2) below, which runs down to 6x6 inputs (8x8 digits: 8 -> 8 -> 4 -> 4 -> 1 -> 1).
+    Pool strides equal their kernel sizes (floor), as in the paper.
+    """
+
+    def __init__(self, in_channels: int = 3, image_size: int = 32, num_classes: int = 10,
+                 widths: tuple[int, int, int] = (32, 1024, 3072), hidden: int = 3072,
+                 padding: int | str = "auto", generator: torch.Generator | None = None):
+        for name, value in (("in_channels", in_channels), ("image_size", image_size), ("hidden", hidden)):
+            _check_positive_int(name, value)
+        _check_positive_int("num_classes", num_classes, 2)
+        if len(tuple(widths)) != 3:
+            raise ValueError(f"widths={widths!r}; allowed: three positive integers (conv1, conv2, conv3 channels)")
+        for i, w in enumerate(widths):
+            _check_positive_int(f"widths[{i}]", w)
+        if padding == "auto":
+            padding = 0 if image_size >= 28 else "same"
+        if padding not in (0, "same"):
+            raise ValueError(f"padding={padding!r}; allowed: 'auto', 'same' or 0")
+        pads = (1, 2, 1) if padding == "same" else (0, 0, 0)
+        s = _conv_out(image_size, 3, pads[0]) // 2
+        s = _conv_out(s, 5, pads[1]) // 3
+        s = _conv_out(s, 3, pads[2])
+        if s < 1:
+            raise ValueError(f"image_size={image_size!r} is too small for padding={padding!r}; allowed: "
+                             f"image_size >= {28 if padding == 0 else 6}")
+        w1, w2, w3 = (int(w) for w in widths)
+        features = nn.Sequential(
+            nn.Conv2d(in_channels, w1, 3, padding=pads[0]), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(w1, w2, 5, padding=pads[1]), nn.ReLU(), nn.MaxPool2d(3),
+            nn.Conv2d(w2, w3, 3, padding=pads[2]), nn.ReLU(), nn.Flatten(),
+            nn.Linear(w3 * s * s, hidden), nn.ReLU(),
+        )
+        head = nn.Sequential(nn.Linear(hidden, num_classes))
+        super().__init__(features, head, hidden, num_classes, in_channels, image_size)
+        self.padding = padding
+        init_parameters(self, generator)
