@@ -51,11 +51,17 @@ def mse(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 @_sliced
-def psnr(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Ziller et al. (2024) Def. 2: ``PSNR = 10 log10((max X - min X)^2 / MSE(X, Y))`` dB, peak from the ground truth."""
+def psnr(x: torch.Tensor, y: torch.Tensor, data_range: float | None = None) -> torch.Tensor:
+    """Ziller et al. (2024) Def. 2: ``PSNR = 10 log10(R^2 / MSE(X, Y))`` dB with ``R = max X - min X`` the ground
+    truth's range; ``data_range`` instead fixes a nominal ``R`` (From Mean to Extreme, Props. 4-5, and its code)."""
     x, y = _pair(x, y)
-    xf = x.flatten(1)
-    rng = xf.max(1).values - xf.min(1).values
+    if data_range is None:
+        xf = x.flatten(1)
+        rng = xf.max(1).values - xf.min(1).values
+    elif data_range > 0:
+        rng = torch.as_tensor(float(data_range), dtype=x.dtype, device=x.device)
+    else:
+        raise ValueError(f"data_range must be > 0 (or None for the ground truth's range); got {data_range!r}")
     return 10.0 * torch.log10(rng**2 / mse(x, y))
 
 

@@ -203,3 +203,14 @@ def test_large_batches_are_scored_in_slices_with_the_same_result(monkeypatch):
     monkeypatch.setattr(m, "MAX_VALUES_PER_CALL", 2 * x[0].numel())  # slices of 2 samples
     for name, f in m.ALL.items():
         torch.testing.assert_close(f(x, y), whole[name], rtol=0, atol=0, msg=name)
+
+
+def test_psnr_with_a_nominal_data_range_matches_skimage():
+    g = torch.Generator().manual_seed(5)
+    x = torch.rand((3, 3, 12, 12), generator=g, dtype=torch.float64) * 0.5
+    y = x + 0.05 * torch.randn(x.shape, generator=g, dtype=torch.float64)
+    ours = metrics.psnr(x, y, data_range=1.0).numpy()
+    ref = [skm.peak_signal_noise_ratio(a.numpy(), b.numpy(), data_range=1.0) for a, b in zip(x, y)]
+    np.testing.assert_allclose(ours, ref, rtol=1e-12)
+    with pytest.raises(ValueError, match="data_range"):
+        metrics.psnr(x, y, data_range=0.0)
