@@ -67,13 +67,17 @@ def metric_grid(frame, metrics, row, x="sigma", hue=None, theory=None, logy=(), 
 
 
 def image_grid(images: torch.Tensor, row_labels, col_labels, title=None, size=1.6):
-    """Show a (rows, cols, 3, H, W) tensor of images clamped to [0, 1], with row and column labels."""
+    """Show a (rows, cols, C, H, W) tensor of images (C = 3 colour or 1 gray) clamped to [0, 1], with labels."""
     rows, cols = images.shape[:2]
     fig, axes = plt.subplots(rows, cols, figsize=(size * cols, size * rows), squeeze=False)
     for i in range(rows):
         for j in range(cols):
             ax = axes[i, j]
-            ax.imshow(np.moveaxis(images[i, j].clamp(0, 1).cpu().numpy(), 0, -1), interpolation="nearest")
+            img = np.moveaxis(images[i, j].clamp(0, 1).cpu().numpy(), 0, -1)
+            if img.shape[-1] == 1:
+                ax.imshow(img[..., 0], cmap="gray", vmin=0, vmax=1, interpolation="nearest")
+            else:
+                ax.imshow(img, interpolation="nearest")
             ax.set_xticks([])
             ax.set_yticks([])
             ax.grid(False)
@@ -81,6 +85,36 @@ def image_grid(images: torch.Tensor, row_labels, col_labels, title=None, size=1.
                 ax.set_title(col_labels[j], fontsize="small")
             if j == 0:
                 ax.set_ylabel(row_labels[i], fontsize="small")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def bound_histograms(panels: dict, xlabel: str, title=None, xlims=None, bins: int = 256, size=(3.2, 2.6)):
+    """The HCR chapter's histograms (the paper's Figures 1, 3, 5 and 6): one panel per ``{title: values}`` entry,
+    laid out in rows of two, each a ``bins``-bin histogram over the full range of its values (as the paper's
+    ``np.histogram(values, bins=256)``), drawn black like the paper's; ``xlims`` (``{title: (lo, hi)}``) clips the
+    display window only, and the panel then says how many values lie off-plot."""
+    keys = list(panels)
+    cols = min(2, len(keys))
+    rows = -(-len(keys) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(size[0] * cols, size[1] * rows), squeeze=False,
+                             layout="constrained")
+    for ax, key in zip(axes.flat, keys):
+        values = np.ravel(panels[key])
+        ax.hist(values, bins=bins, color="black")
+        ax.set_title(key, fontsize="small")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("number of modes")
+        if xlims and key in xlims:
+            lo, hi = xlims[key]
+            ax.set_xlim(lo, hi)
+            off = int(np.sum((values < lo) | (values > hi)))
+            if off:
+                ax.text(0.98, 0.95, f"{off} off-plot", transform=ax.transAxes, ha="right", va="top",
+                        fontsize="x-small")
+    for ax in list(axes.flat)[len(keys):]:
+        ax.set_visible(False)
     if title:
         fig.suptitle(title)
     return fig

@@ -17,7 +17,7 @@ def _linear_map(rng, n=24, shape=(4, 4)):
     A = rng.standard_normal((n, p))
     assert np.linalg.matrix_rank(A) == p
     At = torch.tensor(A)
-    return A, (lambda t: At @ t.reshape(-1)), torch.tensor(rng.standard_normal(shape))
+    return A, (lambda t: t.reshape(t.shape[0], -1) @ At.T), torch.tensor(rng.standard_normal((1,) + shape))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -177,8 +177,8 @@ def test_hcr_bound_cumsum_with_code_tolerance_R3():
     # i = 10, R = 25, s = 1/200): DCT efficiency median 0.272 (theory E max_25 |N(0,1)| / 8 = 0.28; our torch noise
     # stream differs from the spec's numpy one, hence +-0.03), ||z_eps|| / ||eps|| median 0.717 >> sigma_min = 0.500.
     Lt = torch.tensor(L_CUMSUM)
-    x = torch.linspace(-1, 1, P, dtype=torch.float64).reshape(8, 8)
-    res = hcr.hcr_bound(lambda t: Lt @ t.reshape(-1), x, 1.0, num_restarts=25, num_power_iterations=10,
+    x = torch.linspace(-1, 1, P, dtype=torch.float64).reshape(1, 8, 8)
+    res = hcr.hcr_bound(lambda t: t.reshape(t.shape[0], -1) @ Lt.T, x, 1.0, num_restarts=25, num_power_iterations=10,
                         diffdiv=200.0, generator=torch.Generator().manual_seed(0))
     crb_dct = hcr.cramer_rao_bound(L_CUMSUM, 1.0, directions=hcr.dct_matrix((8, 8))).reshape(8, 8)
     assert np.all(res.bound_dct <= np.sqrt(crb_dct))
@@ -193,16 +193,16 @@ def test_hcr_bound_lsqr_matches_closed_form_on_linear_map():
     sigma, R = 0.7, 4
     res = hcr.hcr_bound(fm, x, sigma, num_restarts=R, num_power_iterations=3, diffdiv=200.0,
                         generator=torch.Generator().manual_seed(11), lsqr_atol=1e-14, lsqr_btol=1e-14)
-    assert res.bound_dct.shape == (4, 4) and res.eps.shape == (R, 4, 4) and res.noise.shape == (R, 24)
+    assert res.bound_dct.shape == (1, 4, 4) and res.eps.shape == (R, 1, 4, 4) and res.noise.shape == (R, 1, 24)
     # the start vectors are Z / sqrt(n) / diffdiv with Z ~ N(0, sigma^2 I) (loose sanity check on the draws)
     assert 0.3 < res.noise.std() / sigma < 1.7
     per = []
     for r in range(R):
-        e, ze = hcr.algorithm1_linear_closed_form(A, res.noise[r] / np.sqrt(24) / 200.0, 3)
-        np.testing.assert_allclose(res.z_eps[r], ze, rtol=1e-6, atol=1e-12 * np.linalg.norm(ze))
+        e, ze = hcr.algorithm1_linear_closed_form(A, res.noise[r, 0] / np.sqrt(24) / 200.0, 3)
+        np.testing.assert_allclose(res.z_eps[r, 0], ze, rtol=1e-6, atol=1e-12 * np.linalg.norm(ze))
         per.append(hcr.hcr_sd_bound(hcr.dct2(e.reshape(4, 4)), ze, sigma))
-    np.testing.assert_allclose(res.bound_dct_per_restart, np.array(per), rtol=1e-4)
-    np.testing.assert_allclose(res.bound_dct, np.max(per, axis=0), rtol=1e-4)
+    np.testing.assert_allclose(res.bound_dct_per_restart[:, 0], np.array(per), rtol=1e-4)
+    np.testing.assert_allclose(res.bound_dct[0], np.max(per, axis=0), rtol=1e-4)
     # every per-DCT-mode bound is a valid bound: below the Cramer-Rao bound of that mode
     crb_dct = hcr.cramer_rao_bound(A, sigma, directions=hcr.dct_matrix((4, 4))).reshape(4, 4)
     assert np.all(res.bound_dct <= np.sqrt(crb_dct))
@@ -234,7 +234,7 @@ def test_shrinking_perturbation_approaches_cramer_rao():
     vals = []
     for tau in (1.0, 0.3, 0.1, 0.03, 0.01):      # ||z_eps|| / sigma = tau
         t = tau * sigma / np.linalg.norm(A @ w)
-        b, z = hcr.hcr_sd_along(fm, x, torch.tensor(t * w).reshape(6, 6), sigma)
+        b, z = hcr.hcr_sd_along(fm, x, torch.tensor(t * w).reshape(1, 6, 6), sigma)
         assert np.linalg.norm(z) / sigma == pytest.approx(tau, rel=1e-10)
         vals.append(b.ravel()[k] ** 2)
     assert np.all(np.diff(vals) > 0) and vals[-1] <= crb
@@ -255,7 +255,7 @@ def test_shrinking_perturbation_approaches_cramer_rao():
 
 def test_hcr_bound_on_nonlinear_map_is_the_exact_forward_pass_bound():
     torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Flatten(0), torch.nn.Linear(16, 20), torch.nn.Tanh(), torch.nn.Linear(20, 20),
+    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 20), torch.nn.Tanh(), torch.nn.Linear(20, 20),
                               torch.nn.Tanh()).double()
     for q in net.parameters():
         q.requires_grad_(False)
@@ -266,11 +266,11 @@ def test_hcr_bound_on_nonlinear_map_is_the_exact_forward_pass_bound():
     assert res.bound_dct.shape == (1, 4, 4) and np.all(np.isfinite(res.bound_dct)) and np.all(res.bound_dct > 0)
     for r in range(3):
         b, z = hcr.hcr_sd_along(net, x, torch.tensor(res.eps[r]), sigma)
-        np.testing.assert_allclose(res.z_eps[r], z, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(res.z_eps[r, 0], z, rtol=1e-12, atol=1e-15)
         np.testing.assert_allclose(res.bound_dct_per_restart[r], hcr.hcr_sd_bound(hcr.dct2(res.eps[r]), z, sigma),
                                    rtol=1e-12)
     # ||z_eps|| / sigma is about s = 1/diffdiv (the paper's "size of the perturbation")
-    assert np.all(np.abs(np.linalg.norm(res.z_eps, axis=1) / sigma * 200.0 - 1) < 0.5)
+    assert np.all(np.abs(np.linalg.norm(res.z_eps, axis=-1) / sigma * 200.0 - 1) < 0.5)
     assert np.all(np.abs(res.feature_change_mismatch) < 0.05)
 
 
@@ -284,23 +284,23 @@ def test_bad_sigma_raises(sigma):
     with pytest.raises(ValueError, match="sigma"):
         hcr.cramer_rao_bound(np.eye(3), sigma)
     with pytest.raises(ValueError, match="sigma"):
-        hcr.hcr_bound(lambda t: t.reshape(-1), torch.zeros(2, 2), sigma)
+        hcr.hcr_bound(lambda t: t.reshape(t.shape[0], -1), torch.zeros(1, 2, 2), sigma)
 
 
 @pytest.mark.parametrize("kwargs, name", [
     (dict(num_restarts=0), "num_restarts"), (dict(num_restarts=2.5), "num_restarts"),
     (dict(num_power_iterations=0), "num_power_iterations"), (dict(diffdiv=0.0), "diffdiv"),
     (dict(diffdiv=-3.0), "diffdiv"), (dict(jac_at="middle"), "jac_at"), (dict(lsqr_atol=-1.0), "lsqr_atol"),
-    (dict(lsqr_atol="tight"), "lsqr_atol"),
+    (dict(lsqr_atol="tight"), "lsqr_atol"), (dict(solve="batched"), "solve"),
 ])
 def test_hcr_bound_validation(kwargs, name):
     with pytest.raises(ValueError, match=name):
-        hcr.hcr_bound(lambda t: t.reshape(-1), torch.zeros(2, 2), 1.0, **kwargs)
+        hcr.hcr_bound(lambda t: t.reshape(t.shape[0], -1), torch.zeros(1, 2, 2), 1.0, **kwargs)
 
 
 def test_other_validation():
     with pytest.raises(ValueError, match="x must"):
-        hcr.hcr_bound(lambda t: t, torch.zeros(4), 1.0)
+        hcr.hcr_bound(lambda t: t, torch.zeros(4, 4), 1.0)
     with pytest.raises(ValueError, match="z_eps"):
         hcr.gaussian_chi2(1.0, 1.0)
     with pytest.raises(ValueError, match="chi2"):
@@ -315,3 +315,37 @@ def test_other_validation():
         hcr.crb_direction(np.ones((3, 2)), 0)
     with pytest.raises(ValueError, match="x must"):
         hcr.dct2(np.ones(4))
+
+
+def test_solve_modes_agree_on_a_batch_of_linear_examples():
+    # Three examples through one linear map: with tight tolerances every way of sharing the LSQR solves gives the
+    # closed form of Algorithm 1 for every (restart, example); the noise is one (R, B, n) block from the generator.
+    rng = np.random.default_rng(10)
+    A, fm, _ = _linear_map(rng)
+    x = torch.tensor(rng.standard_normal((3, 4, 4)))
+    results = {solve: hcr.hcr_bound(fm, x, 0.8, num_restarts=2, num_power_iterations=2, diffdiv=100.0,
+                                    generator=torch.Generator().manual_seed(1), solve=solve, lsqr_atol=1e-14,
+                                    lsqr_btol=1e-14) for solve in hcr.SOLVES}
+    ref = results["per_example"]
+    assert ref.bound_dct.shape == (3, 4, 4) and ref.noise.shape == (2, 3, 24) and ref.lsqr_iterations.shape == (6, 2)
+    assert results["joint"].lsqr_iterations.shape == (1, 2) and results["per_restart"].lsqr_iterations.shape == (2, 2)
+    for r in range(2):
+        for b in range(3):
+            e, _ = hcr.algorithm1_linear_closed_form(A, ref.noise[r, b] / np.sqrt(24) / 100.0, 2)
+            np.testing.assert_allclose(ref.eps[r, b].ravel(), e, rtol=1e-7, atol=1e-12)
+    for solve in ("joint", "per_restart"):
+        np.testing.assert_array_equal(results[solve].noise, ref.noise)
+        np.testing.assert_allclose(results[solve].bound_dct, ref.bound_dct, rtol=1e-6)
+
+
+def test_code_tolerance_is_the_minimum_over_the_examples_of_a_solve():
+    # The authors' atol = 0.02 min_b ||z_tilde_b|| is looser for a joint solve over examples of very different scales
+    # than per example; per-example solves then take at least as many iterations in total.
+    rng = np.random.default_rng(11)
+    _, fm, _ = _linear_map(rng)
+    x = torch.tensor(rng.standard_normal((4, 4, 4)))
+    kw = dict(num_restarts=1, num_power_iterations=1, diffdiv=200.0)
+    joint = hcr.hcr_bound(fm, x, 1.0, generator=torch.Generator().manual_seed(0), **kw)
+    single = hcr.hcr_bound(fm, x, 1.0, generator=torch.Generator().manual_seed(0), solve="per_example", **kw)
+    assert single.lsqr_iterations.sum() >= joint.lsqr_iterations.sum()
+    assert np.all(np.isfinite(joint.bound_dct)) and np.all(joint.bound_dct > 0)

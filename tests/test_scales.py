@@ -136,3 +136,28 @@ def test_resolve_device_nonsense_raises():
 def test_repository_root():
     root = scales.repository_root()
     assert (root / "_config.yml").is_file() and (root / "compendium" / "scales.py").is_file()
+
+
+@pytest.mark.parametrize("scale", scales.SCALES)
+def test_hcr_scales_resolve_offline_below_paper(scale):
+    cfg = scales.hcr(scale, device="cpu")
+    assert isinstance(cfg, scales.HCRScale)
+    offline = (cfg.gray_data, cfg.colour_data) == ("digits", "photos")
+    assert offline == (scale != "paper")
+    assert cfg.gray_examples >= 2 and cfg.num_restarts >= 1 and cfg.power_iterations
+    if scale == "paper":  # the paper's settings (spec section 3.2)
+        assert (cfg.gray_kappa, cfg.colour_kappa, cfg.gray_diffdivs, cfg.colour_diffdivs, cfg.num_restarts) == \
+            (1.0, 5.0, (200.0, 1000.0), (500.0, 1000.0), 25)
+
+
+@pytest.mark.parametrize("overrides, match", [
+    (dict(gray_data="fashion"), "gray_data"), (dict(colour_data="svhn"), "colour_data"),
+    (dict(gray_kappa=-1.0), "gray_kappa"), (dict(colour_kappa=0.0), "colour_kappa"),
+    (dict(gray_examples=1), "gray_examples"), (dict(num_restarts=0), "num_restarts"),
+    (dict(power_iterations=()), "power_iterations"), (dict(power_iterations=(0,)), "power_iterations"),
+    (dict(gray_diffdivs=(-200.0,)), "gray_diffdivs"), (dict(gray_low_freq=9), "gray_low_freq"),
+    (dict(colour_widths=(8, 16)), "colour_widths"), (dict(n_examples=5), "unknown parameter"),
+])
+def test_hcr_bad_settings_raise(overrides, match):
+    with pytest.raises(ValueError, match=match):
+        scales.hcr("ci", device="cpu", **overrides)

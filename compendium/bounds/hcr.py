@@ -19,6 +19,7 @@ device, and runs LSQR on CPU float64 numpy vectors.
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,7 +31,7 @@ __all__ = [
     "gaussian_chi2", "hcr_variance_bound", "hcr_sd_bound", "hcr_mse_bound", "hcr_sd_along",
     "fisher_diagonal_bound_eq18", "cramer_rao_bound", "crb_direction", "hcr_linear_optimal",
     "dct2", "idct2", "dct_matrix", "low_frequency", "noise_sigma", "bound_visualisation",
-    "algorithm1_linear_closed_form", "HCRResult", "hcr_bound",
+    "algorithm1_linear_closed_form", "HCRResult", "hcr_bound", "float64_copy", "SOLVES",
 ]
 
 
@@ -290,19 +291,20 @@ def algorithm1_linear_closed_form(A, z, num_power_iterations: int = 10):
 
 @dataclass
 class HCRResult:
-    """Output of :func:`hcr_bound` (numpy, float64).  ``R`` restarts, ``i`` repetitions, ``n`` features.
+    """Output of :func:`hcr_bound` (numpy, float64).  ``R`` restarts, ``B`` examples, ``i`` repetitions, ``n``
+    features; ``shape`` is one example's input shape.
 
-    - ``bound_dct``: per-DCT-mode HCR standard-deviation bound, max over restarts (input shape; the histogrammed
-      ``hcrmax``); ``bound_dct_per_restart``: ``(R, *input_shape)``.
-    - ``bound_pixel``: the same in the input coordinates (max over restarts).
-    - ``eps`` ``(R, *input_shape)``, ``z_eps`` ``(R, n)``: the final perturbations and exact feature changes.
-    - ``noise`` ``(R, n)``: the dithering draws ``Z_r ~ N(0, sigma^2 I)`` that seed the starts
-      ``z = Z / sqrt(n) / diffdiv``
-      (the code uses the same draws for the dithered accuracy).
-    - ``chi2`` ``(R,)``: ``exp(||z_eps||^2 / sigma^2) - 1`` (eq. 12).
-    - ``lsqr_iterations``, ``lsqr_relative_residual`` ``(R, i)``: LSQR ``itn`` and ``r1norm / ||z_tilde||``.
-    - ``feature_change_mismatch`` ``(R,)``: ``1 - ||z_eps|| / ||z||``, near 0 (the code's diagnostic).
-    - ``ratio`` ``(R,)``: ``||z_eps|| / ||eps||``, what the paper says the repetitions minimise.
+    - ``bound_dct`` ``(B, *shape)``: per-DCT-mode HCR standard-deviation bound, max over restarts (the histogrammed
+      ``hcrmax``); ``bound_dct_per_restart``: ``(R, B, *shape)``.
+    - ``bound_pixel`` ``(B, *shape)``: the same in the input coordinates (max over restarts).
+    - ``eps`` ``(R, B, *shape)``, ``z_eps`` ``(R, B, n)``: the final perturbations and exact feature changes.
+    - ``noise`` ``(R, B, n)``: the dithering draws ``Z ~ N(0, sigma^2 I)`` that seed the starts
+      ``z = Z / sqrt(n) / diffdiv`` (the code uses the same draws for the dithered accuracy).
+    - ``chi2`` ``(R, B)``: ``exp(||z_eps||^2 / sigma^2) - 1`` (eq. 12).
+    - ``lsqr_iterations``, ``lsqr_relative_residual`` ``(S, i)``: LSQR ``itn`` and ``r1norm / ||z_tilde||`` of each
+      of the ``S`` solves per repetition (``S = 1`` joint, ``R`` per restart, ``R B`` per example).
+    - ``feature_change_mismatch`` ``(R, B)``: ``1 - ||z_eps|| / ||z||``, near 0 (the code's diagnostic).
+    - ``ratio`` ``(R, B)``: ``||z_eps|| / ||eps||``, what the paper says the repetitions minimise.
     """
 
     bound_dct: np.ndarray
@@ -318,33 +320,48 @@ class HCRResult:
     ratio: np.ndarray
     sigma: float
     diffdiv: float
+    solve: str
 
 
-def _jacobian_operator(feature_map, point: torch.Tensor, n: int) -> spla.LinearOperator:
-    """``J = d a / d theta`` at ``point`` as a float64 LinearOperator: matvec = JVP, rmatvec = VJP (matrix-free)."""
+SOLVES = ("joint", "per_restart", "per_example")
+
+
+def _jacobian_operator(feature_map, point: torch.Tensor) -> spla.LinearOperator:
+    """The Jacobian of the batched feature map at ``point`` (``(b, *shape)`` -> ``(b, n)``) as a float64
+    LinearOperator of shape ``(b n, b p)``: matvec = ``torch.func.jvp``, rmatvec = ``torch.func.vjp`` (matrix-free).
+    For a map that treats examples independently the operator is block-diagonal."""
     shape, dtype, device = point.shape, point.dtype, point.device
-    flat = lambda t: t.reshape(-1)  # noqa: E731
-    _, vjp_fn = torch.func.vjp(lambda t: flat(feature_map(t)), point)
+    flat = lambda t: feature_map(t).reshape(-1)  # noqa: E731
+    out, vjp_fn = torch.func.vjp(flat, point)
 
     def matvec(v):
         tangent = torch.as_tensor(np.ravel(v), dtype=dtype, device=device).reshape(shape)
-        _, jv = torch.func.jvp(lambda t: flat(feature_map(t)), (point,), (tangent,))
-        return jv.detach().double().cpu().numpy()
+        return torch.func.jvp(flat, (point,), (tangent,))[1].detach().double().cpu().numpy()
 
     def rmatvec(w):
         cot = torch.as_tensor(np.ravel(w), dtype=dtype, device=device)
         return vjp_fn(cot)[0].detach().reshape(-1).double().cpu().numpy()
 
-    return spla.LinearOperator((n, point.numel()), matvec=matvec, rmatvec=rmatvec, dtype=np.float64)
+    return spla.LinearOperator((out.numel(), point.numel()), matvec=matvec, rmatvec=rmatvec, dtype=np.float64)
+
+
+def float64_copy(model: torch.nn.Module) -> torch.nn.Module:
+    """A float64 copy of ``model`` (frozen, in eval mode) for the exact forward passes of :func:`hcr_bound`
+    (``exact_map=float64_copy(model).features``): the bound is rigorous only if ``z_eps`` is accurate."""
+    if not isinstance(model, torch.nn.Module):
+        raise ValueError(f"model must be a torch.nn.Module; got {type(model).__name__}")
+    return copy.deepcopy(model).double().eval().requires_grad_(False)
 
 
 def hcr_bound(feature_map, x, sigma, num_restarts: int = 25, num_power_iterations: int = 10, diffdiv: float = 200.0,
-              generator: torch.Generator | None = None, *, jac_at: str = "current", lsqr_atol="code",
-              lsqr_btol: float = 1e-8, iter_lim: int | None = None) -> HCRResult:
-    """Algorithm 1 (Sec. 2.2) and the reported per-DCT-mode HCR bound (Sec. 3, spec sections 2.4 and 3.1-3.3).
+              generator: torch.Generator | None = None, *, solve: str = "joint", jac_at: str = "current",
+              lsqr_atol="code", lsqr_btol: float = 1e-8, iter_lim: int | None = None, exact_map=None,
+              progress: bool = False) -> HCRResult:
+    """Algorithm 1 (Sec. 2.2) and the reported per-DCT-mode HCR bound (Sec. 3, spec sections 2.4 and 3.1-3.3) for a
+    batch of examples.
 
-    For each restart ``r``: draw the dithering noise ``Z_r ~ N(0, sigma^2 I_n)`` from ``generator``, start from
-    ``z = Z_r / sqrt(n) / diffdiv`` (so ``||z|| ~ sigma / diffdiv``; ``diffdiv = 1/s``), then ``i`` times
+    For each restart ``r`` and example ``b``: draw the dithering noise ``Z ~ N(0, sigma^2 I_n)`` from ``generator``,
+    start from ``z = Z / sqrt(n) / diffdiv`` (so ``||z|| ~ sigma / diffdiv``; ``diffdiv = 1/s``), then ``i`` times
 
     1. ``z_tilde = ||z|| z^(j-1) / ||z^(j-1)||``  (renormalise to the start norm),
     2. ``eps^(j) = argmin_eps ||J eps - z_tilde||`` by ``scipy.sparse.linalg.lsqr`` (from 0, ``damp = 0``), with
@@ -356,21 +373,34 @@ def hcr_bound(feature_map, x, sigma, num_restarts: int = 25, num_power_iteration
 
     Parameters
     ----------
-    feature_map : torch function from a tensor of ``x``'s shape to features (any shape, ``n`` values).  One example;
-        ``x`` must have at least two (spatial) axes, ``(H, W)`` or ``(C, H, W)``.
+    feature_map : batched torch function, ``(b, *shape) -> (b, n)`` (or any shape with ``b * n`` values), e.g.
+        ``model.features``.  ``x`` is ``(B, *shape)`` with at least two spatial axes per example (``(B, H, W)`` or
+        ``(B, C, H, W)``).
     sigma : standard deviation of the dithering noise (the code's ``kappa * RMS(features)``, :func:`noise_sigma`).
     num_restarts : ``R`` (the paper: 25).  num_power_iterations : ``i`` (the paper: 10, or 6 / 4 for CIFAR-10).
     diffdiv : ``1/s`` (the paper: 200, 500 or 1000).
-    generator : ``torch.Generator`` for the noise draws (on ``x``'s device or the CPU); ``None`` means a CPU
-        generator seeded 0.  The result is deterministic given the generator's state.
+    generator : ``torch.Generator`` for the noise draws (on ``x``'s device or the CPU), drawn as one ``(R, B, n)``
+        block; ``None`` means a CPU generator seeded 0.  The result is deterministic given the generator's state.
+    solve : how examples share an LSQR solve.  The authors' code solves one minibatch jointly per restart
+        (``"per_restart"``: one block-diagonal operator, one global stopping test); ``"joint"`` (the default) stacks
+        the restarts into that batch as well (``R B`` blocks, one solve per repetition: the same algorithm on a
+        batch ``R`` times larger, much faster on a CPU); ``"per_example"`` solves each example alone, which changes
+        the bounds (spec R5: the stopping test is then per example).  Joint solves assume the feature map treats
+        examples independently (no BatchNorm batch statistics), so use ``"per_restart"`` for such a model.
     jac_at : ``"current"`` (the authors' code: Jacobian at ``x + eps^(j-1)``) or ``"base"`` (Algorithm 1 as printed:
         at ``x``).  In both cases ``eps^(j)`` is added to the original ``x``.
-    lsqr_atol : ``"code"`` (the authors' rule ``atol = 0.02 ||z_tilde||``, an absolute size handed to scipy's relative
-        tolerance, so it shrinks with ``s``; spec section 3.3) or a float passed to scipy as is.
-    lsqr_btol, iter_lim : scipy's ``btol`` (code: 1e-8) and iteration cap (``None``: scipy's ``2 p``).
+    lsqr_atol : ``"code"`` (the authors' rule ``atol = 0.02 min_b ||z_tilde_b||`` over the examples of a solve, an
+        absolute size handed to scipy's relative tolerance, so it shrinks with ``s``; spec section 3.3) or a float
+        passed to scipy as is.
+    lsqr_btol, iter_lim : scipy's ``btol`` (code: 1e-8) and iteration cap (``None``: scipy's ``2 x`` columns).
+    exact_map : the same feature map in float64 (e.g. a ``double()`` copy of the model), used for the forward passes
+        that give ``z_eps`` (steps 6-7) when the Jacobian products run in float32 (as the authors' code does, and
+        about twice as fast).  ``None``: ``feature_map`` itself, in ``x``'s dtype.
+    progress : a tqdm bar over the ``i x S`` solves.
 
-    The forward passes and JVP/VJPs run in ``x``'s dtype and device (use float64 when feasible: the bound is
-    rigorous only if ``z_eps`` is accurate, spec section 7 item 19); LSQR runs on CPU float64 vectors.
+    The JVP/VJPs run in ``x``'s dtype and device, LSQR on CPU float64 vectors.  The bound is rigorous only if
+    ``z_eps`` is accurate (spec section 7 item 19): give float64 inputs, or float32 inputs and a float64
+    ``exact_map``.
     """
     s = float(_check_sigma(sigma))
     if np.ndim(sigma) != 0:
@@ -380,65 +410,77 @@ def hcr_bound(feature_map, x, sigma, num_restarts: int = 25, num_power_iteration
     if not (np.isfinite(diffdiv) and diffdiv > 0):
         raise ValueError(f"diffdiv (1/s, inverse relative size of the perturbation) must be finite and > 0; "
                          f"got {diffdiv!r}")
+    if solve not in SOLVES:
+        raise ValueError(f"solve must be one of {', '.join(map(repr, SOLVES))}; got {solve!r}")
     if jac_at not in ("current", "base"):
         raise ValueError(f"jac_at must be 'current' or 'base'; got {jac_at!r}")
     if not (isinstance(lsqr_atol, str) and lsqr_atol == "code") and not (
             isinstance(lsqr_atol, (int, float)) and not isinstance(lsqr_atol, bool) and lsqr_atol >= 0):
         raise ValueError(f"lsqr_atol must be 'code' or a float >= 0; got {lsqr_atol!r}")
-    if not isinstance(x, torch.Tensor) or x.ndim < 2 or not x.is_floating_point():
-        raise ValueError("x must be a floating-point torch.Tensor with at least two (spatial) axes; got "
-                         f"{type(x).__name__} {getattr(x, 'shape', None)}")
+    if not isinstance(x, torch.Tensor) or x.ndim < 3 or not x.is_floating_point() or x.shape[0] < 1:
+        raise ValueError("x must be a floating-point torch.Tensor (B, [C,] H, W) with B >= 1 examples; got "
+                         f"{type(x).__name__} {tuple(getattr(x, 'shape', ()))}")
     if generator is None:
         generator = torch.Generator().manual_seed(0)
+    from threadpoolctl import threadpool_limits
+    from tqdm import tqdm
 
     x = x.detach()
+    B, shape = x.shape[0], tuple(x.shape[1:])
+    p = int(np.prod(shape))
+    forward, x_exact = (feature_map, x) if exact_map is None else (exact_map, x.double())
     with torch.no_grad():
-        a0 = feature_map(x).reshape(-1)
-    n = a0.numel()
+        a0 = forward(x_exact).reshape(B, -1)
+    n = a0.shape[1]
     a0_64 = a0.double().cpu().numpy()
+    x_all = x.unsqueeze(0).expand((R,) + tuple(x.shape)).reshape((R * B,) + shape)   # restart-major stack
+    x_all_exact = x_exact.unsqueeze(0).expand((R,) + tuple(x.shape)).reshape((R * B,) + shape)
+    a0_all = np.tile(a0_64, (R, 1))
+    groups = {"joint": [np.arange(R * B)], "per_restart": [np.arange(r * B, (r + 1) * B) for r in range(R)],
+              "per_example": [np.array([k]) for k in range(R * B)]}[solve]
 
-    def features_at(eps_np):
-        with torch.no_grad():
-            pert = x + torch.as_tensor(eps_np, dtype=x.dtype, device=x.device).reshape(x.shape)
-            return feature_map(pert).reshape(-1).double().cpu().numpy() - a0_64
-
-    base_op = _jacobian_operator(feature_map, x, n) if jac_at == "base" else None
-    p = x.numel()
-    eps_all = np.zeros((R, p))
-    z_all = np.zeros((R, n))
-    noise = np.zeros((R, n))
-    its = np.zeros((R, n_it), dtype=int)
-    rres = np.zeros((R, n_it))
-    for r in range(R):
-        Z = torch.randn(n, generator=generator, device=generator.device, dtype=torch.float64) * s
-        noise[r] = Z.cpu().numpy()
-        z0 = noise[r] / np.sqrt(n) / diffdiv
-        z0_norm = np.linalg.norm(z0)
-        zj = z0.copy()
-        eps = np.zeros(p)
-        for j in range(n_it):
-            zt = z0_norm * zj / np.linalg.norm(zj)                       # step 4
-            if base_op is not None:
-                op = base_op
+    noise = (torch.randn((R, B, n), generator=generator, device=generator.device, dtype=torch.float64) * s)
+    noise = noise.cpu().numpy()
+    z0 = noise.reshape(R * B, n) / np.sqrt(n) / diffdiv
+    z0_norm = np.linalg.norm(z0, axis=1, keepdims=True)
+    zj = z0.copy()
+    eps = np.zeros((R * B, p))
+    its = np.zeros((len(groups), n_it), dtype=int)
+    rres = np.zeros((len(groups), n_it))
+    base_ops = [_jacobian_operator(feature_map, x_all[g]) for g in groups] if jac_at == "base" else None
+    bar = tqdm(total=n_it * len(groups), desc="HCR (Algorithm 1)", unit="solve", disable=not progress)
+    for j in range(n_it):
+        zt = z0_norm * zj / np.linalg.norm(zj, axis=1, keepdims=True)                         # step 4
+        for gi, g in enumerate(groups):
+            if base_ops is not None:
+                op = base_ops[gi]
             else:
-                point = x + torch.as_tensor(eps, dtype=x.dtype, device=x.device).reshape(x.shape)
-                op = _jacobian_operator(feature_map, point, n)
-            atol = 2e-2 * np.linalg.norm(zt) if lsqr_atol == "code" else float(lsqr_atol)
-            sol = spla.lsqr(op, zt, damp=0.0, atol=atol, btol=lsqr_btol, iter_lim=iter_lim)   # step 5
-            eps = sol[0]
-            its[r, j], rres[r, j] = sol[2], sol[3] / np.linalg.norm(zt)
-            zj = features_at(eps)                                        # steps 6-7 (exact)
-        eps_all[r], z_all[r] = eps, zj
+                point = x_all[g] + torch.as_tensor(eps[g], dtype=x.dtype, device=x.device).reshape((len(g),) + shape)
+                op = _jacobian_operator(feature_map, point)
+            atol = 2e-2 * np.linalg.norm(zt[g], axis=1).min() if lsqr_atol == "code" else float(lsqr_atol)
+            # step 5.  LSQR's own vector work is tiny; OpenBLAS threads spinning between its calls would fight torch's
+            # threads in the Jacobian products (4x slower on 2 cores), so numpy's BLAS runs single-threaded here.
+            with threadpool_limits(1, user_api="blas"):
+                sol = spla.lsqr(op, zt[g].ravel(), damp=0.0, atol=atol, btol=lsqr_btol, iter_lim=iter_lim)
+            eps[g] = sol[0].reshape(len(g), p)
+            its[gi, j], rres[gi, j] = sol[2], sol[3] / np.linalg.norm(zt[g])
+            bar.update()
+        with torch.no_grad():                                                                  # steps 6-7 (exact)
+            pert = x_all_exact + torch.as_tensor(eps, dtype=x_exact.dtype, device=x.device).reshape(x_all.shape)
+            zj = forward(pert).reshape(R * B, n).double().cpu().numpy() - a0_all
+    bar.close()
 
-    eps_shaped = eps_all.reshape((R,) + tuple(x.shape))
+    eps_shaped = eps.reshape((R, B) + shape)
+    z_all = zj.reshape(R, B, n)
     chi2 = gaussian_chi2(z_all, s)
-    per_restart = hcr_sd_bound(dct2(eps_shaped), z_all, s)
-    pixel = hcr_sd_bound(eps_shaped, z_all, s)
-    z_norm = np.linalg.norm(z_all, axis=1)
-    z0_norms = np.linalg.norm(noise, axis=1) / np.sqrt(n) / diffdiv
+    chi2_b = chi2.reshape((R, B) + (1,) * len(shape))
+    per_restart = np.sqrt(hcr_variance_bound(dct2(eps_shaped), chi2_b))
+    pixel = np.sqrt(hcr_variance_bound(eps_shaped, chi2_b))
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = z_norm / np.linalg.norm(eps_all, axis=1)
+        ratio = np.linalg.norm(z_all, axis=2) / np.linalg.norm(eps, axis=1).reshape(R, B)
+    z_norm = np.linalg.norm(z_all, axis=2)
     return HCRResult(bound_dct=per_restart.max(axis=0), bound_pixel=pixel.max(axis=0),
-                     bound_dct_per_restart=per_restart, eps=eps_shaped, z_eps=z_all, noise=noise, chi2=chi2,
-                     lsqr_iterations=its, lsqr_relative_residual=rres, feature_change_mismatch=1.0 - z_norm / z0_norms,
-                     ratio=ratio, sigma=s, diffdiv=float(diffdiv))
+                     bound_dct_per_restart=per_restart, eps=eps_shaped, z_eps=z_all, noise=noise.reshape(R, B, n),
+                     chi2=chi2, lsqr_iterations=its, lsqr_relative_residual=rres,
+                     feature_change_mismatch=1.0 - z_norm / z0_norm.reshape(R, B), ratio=ratio, sigma=s,
+                     diffdiv=float(diffdiv), solve=solve)

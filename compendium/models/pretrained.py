@@ -1,0 +1,360 @@
+"""The pretrained ImageNet classifiers of the HCR chapter at ``paper`` scale (TorchVision ResNet-18 and Swin-T; see
+``/work/shared/specs/seed-002-hcr-bounds.md``, Sec. 3.3 of the paper, experiments E3 and E4 of the spec).
+
+Everything here follows the authors' code (``facebookresearch/hcrbounds``, ``codes/testers.py``):
+
+* **Images.**  ImageNet validation images, preprocessed by TorchVision's evaluation transforms with every size scaled
+  by 13/32 (:func:`imagenet_transform`): resize the shorter side to ``13 * 256 // 32 = 104`` (ResNet-18, bilinear) or
+  ``13 * 232 // 32 = 94`` (Swin-T, bicubic), centre-crop ``13 * 224 // 32 = 91``, scale to [0, 1] and normalise
+  with :data:`IMAGENET_NORMALIZATION`.  The input :math:`\\theta` of the HCR bound therefore lives in the normalised
+  3x91x91 space, :math:`p = 24{,}843` (spec Sec. 7 item 16: fewer than the :math:`n` features, which is why the
+  paper downsamples; the bounds are on the 91x91 image, not on the original photograph).
+* **Models.**  :func:`imagenet_split_model` returns a :class:`~compendium.models.classifiers.SplitClassifier` whose
+  ``features`` start with ``nn.Upsample(size=[224, 224], mode='bilinear')`` (91 -> 224, a factor 32/13) and end
+  *before* average pooling, flattened to ``(B, n)``:
+
+  - ResNet-18: upsample -> conv1, bn1, relu, maxpool, layer1-4 (``children[:-2]``) -> 512x7x7, :math:`n = 25{,}088`;
+    head: unflatten -> avgpool -> flatten -> fc.
+  - Swin-T: upsample -> ``features`` (``children[:-5]``) -> 7x7x768 channels-last, :math:`n = 37{,}632`;
+    head: unflatten -> norm -> permute -> avgpool -> flatten -> head (TorchVision's ``SwinTransformer.forward``).
+
+  With ``bn_batch_stats=True`` (the default, as in the authors' code; spec Sec. 3.3 and Sec. 7 item 11)
+  ``torch.func.replace_all_batch_norm_modules_`` removes the running statistics, so ResNet-18's BatchNorm layers
+  normalise with the statistics *of the batch* even in ``eval()``: the features of one image depend on the other
+  images of the batch (the paper's 16), and the joint Jacobian couples them.  Swin-T has no BatchNorm.
+
+Nothing downloads at import.  TorchVision is imported only when a model is built: without it
+:func:`imagenet_split_model` raises :class:`TorchvisionMissing`; pretrained weights that are neither in the cache
+(``$TORCH_HOME/hub/checkpoints``) nor downloadable raise :class:`PretrainedUnavailable`.  The transform and the
+folder reader need only PIL, numpy and torch.
+"""
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from compendium.models.classifiers import SplitClassifier
+
+#: The two architectures of the paper's ImageNet experiments (spec E3, E4).
+MODEL_NAMES = ("resnet18", "swin_t")
+#: (mean, std) per RGB channel of TorchVision's ImageNet weights (``Normalize`` in their ``transforms()``).
+IMAGENET_NORMALIZATION = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
+#: The paper scales TorchVision's evaluation sizes by 13/32 (crop 224 -> 91) and upsamples back inside the model.
+SCALE_NUM, SCALE_DEN = 13, 32
+#: Side of the model's input after its ``nn.Upsample`` (TorchVision's crop size for both weights).
+UPSAMPLE_SIZE = 224
+#: Side of the images the HCR bound is about: ``13 * 224 // 32 = 91``.
+CROP_SIZE = SCALE_NUM * UPSAMPLE_SIZE // SCALE_DEN
+#: Shorter side after resizing: ``13 * 256 // 32 = 104`` (ResNet-18), ``13 * 232 // 32 = 94`` (Swin-T).
+RESIZE_SIZE = {"resnet18": SCALE_NUM * 256 // SCALE_DEN, "swin_t": SCALE_NUM * 232 // SCALE_DEN}
+#: PIL resampling filter of TorchVision's weights transforms (antialiased, as PIL always is when downsampling).
+INTERPOLATION = {"resnet18": "bilinear", "swin_t": "bicubic"}
+#: Shape of the features before flattening: 512x7x7 (ResNet-18 layer4), 7x7x768 channels-last (Swin-T features).
+FEATURE_SHAPES = {"resnet18": (512, 7, 7), "swin_t": (7, 7, 768)}
+#: Width :math:`n` of the flattened features: 25,088 (ResNet-18) and 37,632 (Swin-T).
+FEATURE_DIMS = {name: math.prod(shape) for name, shape in FEATURE_SHAPES.items()}
+#: Number of ImageNet-1k classes (the logits).
+IMAGENET_CLASSES = 1000
+#: name -> (TorchVision builder, weights enum).
+TORCHVISION_NAMES = {"resnet18": ("resnet18", "ResNet18_Weights"), "swin_t": ("swin_t", "Swin_T_Weights")}
+# The children TorchVision's models have, in order; the split below relies on them.
+_CHILDREN = {
+    "resnet18": ("conv1", "bn1", "relu", "maxpool", "layer1", "layer2", "layer3", "layer4", "avgpool", "fc"),
+    "swin_t": ("features", "norm", "permute", "avgpool", "flatten", "head"),
+}
+# What imagenet_val_images accepts as an image (ImageFolder's list, case-insensitive).
+_IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
+
+
+class PretrainedUnavailable(RuntimeError):
+    """A pretrained ImageNet model cannot be built here: TorchVision or its downloaded weights are missing."""
+
+
+class TorchvisionMissing(PretrainedUnavailable, ModuleNotFoundError):
+    """TorchVision cannot be imported (also an ``ImportError``, so ``except ImportError`` catches it)."""
+
+
+def _check_name(name) -> None:
+    if name not in MODEL_NAMES:
+        raise ValueError(f"name={name!r}; allowed: {', '.join(map(repr, MODEL_NAMES))}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Preprocessing (no torchvision): TorchVision's ImageClassification transform on PIL images, sizes scaled by 13/32.
+# ---------------------------------------------------------------------------------------------------------------
+def _resized_size(width: int, height: int, shorter: int) -> tuple[int, int]:
+    """(width, height) after resizing the shorter side to ``shorter``, the longer one floored in proportion
+    (TorchVision's ``_compute_resized_output_size`` for ``size=[shorter]``)."""
+    short, long = (width, height) if width <= height else (height, width)
+    new_short, new_long = shorter, int(shorter * long / short)
+    return (new_short, new_long) if width <= height else (new_long, new_short)
+
+
+@dataclass(frozen=True)
+class ImageNetTransform:
+    """PIL image -> normalised float32 tensor (3, crop_size, crop_size), exactly as TorchVision's
+    ``ImageClassification`` preset does on a PIL image (the ``transforms()`` of its ImageNet weights):
+
+    1. convert to RGB (TorchVision's image loader does this; ImageNet holds a few grayscale and CMYK JPEGs);
+    2. resize the shorter side to ``resize_size`` and the longer one to ``int(resize_size * long / short)`` with
+       PIL's ``interpolation`` filter (antialiased; skipped when the size already matches);
+    3. centre-crop ``crop_size`` at ``top = int(round((h - crop_size) / 2))``, ``left`` likewise (Python's round:
+       half to even);
+    4. ``uint8 / 255`` in float32, then ``(x - mean) / std`` per channel.
+    """
+
+    resize_size: int
+    crop_size: int
+    interpolation: str
+    mean: tuple[float, float, float]
+    std: tuple[float, float, float]
+
+    def __post_init__(self):
+        for field in ("resize_size", "crop_size"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{field}={value!r}; allowed: an integer >= 1")
+        if self.crop_size > self.resize_size:
+            raise ValueError(f"crop_size={self.crop_size!r}; allowed: at most resize_size={self.resize_size}")
+        if self.interpolation not in ("bilinear", "bicubic"):
+            raise ValueError(f"interpolation={self.interpolation!r}; allowed: 'bilinear', 'bicubic'")
+        if len(self.mean) != 3 or len(self.std) != 3 or min(self.std) <= 0:
+            raise ValueError(f"mean={self.mean!r}, std={self.std!r}; allowed: three values each, std > 0")
+
+    def __call__(self, img) -> torch.Tensor:
+        from PIL import Image
+
+        img = img.convert("RGB")
+        size = _resized_size(*img.size, self.resize_size)
+        if size != img.size:
+            resample = Image.Resampling.BILINEAR if self.interpolation == "bilinear" else Image.Resampling.BICUBIC
+            img = img.resize(size, resample)
+        w, h = img.size
+        c = self.crop_size
+        top, left = int(round((h - c) / 2.0)), int(round((w - c) / 2.0))
+        img = img.crop((left, top, left + c, top + c))
+        x = torch.from_numpy(np.array(img, dtype=np.uint8)).permute(2, 0, 1).to(torch.float32).div(255)
+        mean = torch.tensor(self.mean, dtype=torch.float32).view(3, 1, 1)
+        std = torch.tensor(self.std, dtype=torch.float32).view(3, 1, 1)
+        return x.sub(mean).div(std)
+
+
+def imagenet_transform(name: str = "resnet18") -> ImageNetTransform:
+    """The paper's preprocessing for model ``name`` (``"resnet18"`` or ``"swin_t"``), TorchVision's
+    ``<Model>_Weights.DEFAULT.transforms()`` with every size scaled by 13/32 as in the authors' code:
+
+    * ResNet-18: Resize(104 = 13*256//32, bilinear, antialias) -> CenterCrop(91 = 13*224//32) -> ToTensor ->
+      Normalize(:data:`IMAGENET_NORMALIZATION`);
+    * Swin-T: Resize(94 = 13*232//32, bicubic, antialias) -> CenterCrop(91) -> ToTensor -> Normalize.
+
+    Returns an :class:`ImageNetTransform`: a callable from a PIL image to a (3, 91, 91) float32 tensor.  Needs no
+    TorchVision.
+    """
+    _check_name(name)
+    mean, std = IMAGENET_NORMALIZATION
+    return ImageNetTransform(RESIZE_SIZE[name], CROP_SIZE, INTERPOLATION[name], mean, std)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The ImageNet validation images, from a folder the user fills (ImageNet needs a registration: nothing downloads).
+# ---------------------------------------------------------------------------------------------------------------
+def _is_image(path: Path) -> bool:
+    return path.is_file() and path.suffix.lower() in _IMAGE_SUFFIXES
+
+
+def _imagenet_files(root: Path) -> tuple[list[Path], list[int] | None, list[str]]:
+    """The image files of ``root`` and their labels: an ImageFolder layout (``class_dir/**/image``; label = index of
+    the class folder among the sorted, non-hidden sub-folders, files in sorted path order) or a flat folder of
+    images (labels ``None``).  Raises ``ValueError`` when the folder holds both."""
+    if not root.is_dir():
+        return [], None, []
+    entries = sorted(root.iterdir())
+    classes = [d for d in entries if d.is_dir() and not d.name.startswith(".")]
+    flat = [p for p in entries if _is_image(p)]
+    files, labels = [], []
+    for index, folder in enumerate(classes):
+        members = sorted(p for p in folder.rglob("*") if _is_image(p))
+        files += members
+        labels += [index] * len(members)
+    if files and flat:
+        raise ValueError(
+            f"{root.resolve()} holds both images ({len(flat)}) and class folders with images ({len(files)}); "
+            "allowed: either a flat folder of ImageNet validation JPEGs (no labels) or an ImageFolder layout with one "
+            "sub-folder per class and no images beside them")
+    if files:
+        return files, labels, [d.name for d in classes]
+    return flat, None, []
+
+
+def imagenet_val_images(folder: str | Path, n: int, name: str = "resnet18",
+                        seed: int = 0) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``n`` ImageNet validation images drawn at random without replacement from a folder the user supplies,
+    preprocessed for model ``name`` by :func:`imagenet_transform` (spec E3/E4; the paper uses 128).
+
+    ``folder`` is either
+
+    * an ImageFolder layout (what the authors read with TorchVision's ``ImageFolder``): one sub-folder per class,
+      the label of an image being the index of its folder among the sorted sub-folders (hidden ones skipped).  With
+      all 1,000 WordNet-synset folders (``n01440764/`` ... ``n15075141/``) this is TorchVision's ImageNet class
+      index, so the labels score the models' logits; with fewer folders it is not (a warning says so); or
+    * a flat folder of images (the ILSVRC2012 validation tar extracted as is): labels ``None``.
+
+    A relative ``folder`` is taken from the repository root (as in :func:`compendium.data.chapter_images`).  The
+    files are listed in sorted order and ``numpy.random.default_rng(seed).choice(len(files), n, replace=False)``
+    picks them (the exact images of the paper, from a seeded shuffled torch ``DataLoader``, cannot be recovered;
+    spec Sec. 7 item 17).  Returns ``(images, labels)``: images (n, 3, 91, 91) float32, normalised (not in [0, 1]),
+    and labels int64 (n,) or ``None``.  Raises ``ValueError`` before reading any image when the folder is missing or
+    holds fewer than ``n`` images.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n={n!r}; allowed: an integer >= 1")
+    _check_name(name)
+    root = Path(folder)
+    if not root.is_absolute():
+        from compendium.scales import repository_root
+
+        root = repository_root() / root
+    files, labels, classes = _imagenet_files(root)
+    if len(files) < n:
+        raise ValueError(
+            f"paper scale needs n={n} ImageNet validation images in {root.resolve()} but found {len(files)}. "
+            "ImageNet cannot be downloaded automatically (it needs a registration): register at "
+            "https://image-net.org, download the ILSVRC2012 validation images (ILSVRC2012_img_val.tar, 50,000 "
+            "JPEGs) and extract them into that folder, either flat (then there are no labels and no accuracies) or "
+            "sorted into one sub-folder per WordNet synset (n01440764/, ..., all 1,000 of them, e.g. with the "
+            "ILSVRC2012 devkit's validation labels) so that the sorted folder index is TorchVision's class index. "
+            "Or pass another folder (imagenet_dir=/path/to/folder).")
+    if labels is not None and len(classes) != IMAGENET_CLASSES:
+        warnings.warn(f"{root.resolve()} has {len(classes)} class folders, not {IMAGENET_CLASSES}: the labels are "
+                      "the indices of the sorted folders and match the ImageNet class indices of the pretrained "
+                      "models only when all 1,000 synset folders are present", stacklevel=2)
+    from PIL import Image
+
+    picked = np.random.default_rng(seed).choice(len(files), size=n, replace=False)
+    transform = imagenet_transform(name)
+    images = []
+    for i in picked:
+        with Image.open(files[i]) as img:
+            images.append(transform(img))
+    y = None if labels is None else torch.tensor([labels[i] for i in picked], dtype=torch.int64)
+    return torch.stack(images), y
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The models (torchvision imported here, never at import time).
+# ---------------------------------------------------------------------------------------------------------------
+def _torchvision_models(name: str):
+    try:
+        import torchvision.models as tvm
+    except (ImportError, RuntimeError) as err:  # RuntimeError: a torchvision built for another torch
+        error = TorchvisionMissing(
+            f"imagenet_split_model({name!r}) needs torchvision, which cannot be imported here ({err}). The HCR "
+            "chapter's paper-scale ImageNet experiments run TorchVision's pretrained ResNet-18 and Swin-T (spec "
+            "E3/E4). Install it with `pip install torchvision` (the build that matches your torch; environment.yml "
+            "installs it); the ci and book scales do not need it.")
+        error.name = "torchvision"
+        raise error from err
+    return tvm
+
+
+def _resolve_weights(enum_cls, weights):
+    """``None``, a member of ``enum_cls``, or one of its names (``"DEFAULT"``, ``"IMAGENET1K_V1"``, optionally
+    prefixed ``"<Enum>."``) -> the member or ``None``."""
+    if weights is None or isinstance(weights, enum_cls):
+        return weights
+    if isinstance(weights, str):
+        key = weights[len(enum_cls.__name__) + 1:] if weights.startswith(enum_cls.__name__ + ".") else weights
+        if key in enum_cls.__members__:
+            return enum_cls[key]
+    raise ValueError(f"weights={weights!r}; allowed: None (random weights), a {enum_cls.__name__} member or one of "
+                     f"its names {', '.join(map(repr, enum_cls.__members__))}")
+
+
+def _pretrained_state_dict(weights, builder: str, download: bool, progress: bool) -> dict:
+    """The state dict of ``weights`` from TorchVision's cache ``torch.hub.get_dir()/checkpoints`` (that is
+    ``$TORCH_HOME/hub/checkpoints``), downloaded there first when missing and ``download``."""
+    from urllib.parse import urlparse
+
+    label = f"torchvision.models.{type(weights).__name__}.{weights.name}"
+    url = weights.url
+    cached = Path(torch.hub.get_dir()) / "checkpoints" / os.path.basename(urlparse(url).path)
+    torch_home = os.environ.get("TORCH_HOME")
+    where = f"TORCH_HOME={torch_home}" if torch_home else "TORCH_HOME unset, so ~/.cache/torch"
+    how = (f"The weights {label} ({url}) are looked for in {cached} ({where}). On a machine with internet access "
+           f"run `python -c \"import torchvision; torchvision.models.{builder}(weights='{weights.name}')\"` and copy "
+           f"{cached.name} from its $TORCH_HOME/hub/checkpoints/ into {cached.parent}/ here, or set TORCH_HOME to a "
+           "folder whose hub/checkpoints/ holds it.")
+    if not cached.is_file() and not download:
+        raise PretrainedUnavailable(f"the pretrained weights {label} are not in the cache and download=False. {how}")
+    try:
+        return torch.hub.load_state_dict_from_url(url, progress=progress, check_hash=True, map_location="cpu")
+    except Exception as err:  # noqa: BLE001 - offline (URLError/OSError), bad hash, truncated file: same advice
+        raise PretrainedUnavailable(f"could not load the pretrained weights {label} (the machine may be offline): "
+                                    f"{type(err).__name__}: {err}. {how}") from err
+
+
+def _split(name: str, full: nn.Module) -> tuple[nn.Sequential, nn.Sequential]:
+    children = list(full.named_children())
+    names = tuple(n for n, _ in children)
+    if names != _CHILDREN[name]:
+        raise RuntimeError(f"torchvision's {name} has the children {names}, not {_CHILDREN[name]}; this split "
+                           "(spec E3/E4) needs updating for this torchvision version")
+    upsample = ("interp", nn.Upsample(size=[UPSAMPLE_SIZE, UPSAMPLE_SIZE], mode="bilinear"))
+    unflatten = ("unflatten", nn.Unflatten(1, FEATURE_SHAPES[name]))
+    if name == "resnet18":  # features: children[:-2]; head: avgpool -> flatten -> fc
+        features = [upsample, *children[:-2], ("flatten", nn.Flatten(1))]
+        head = [unflatten, children[-2], ("flatten", nn.Flatten(1)), children[-1]]
+    else:  # swin_t: features: children[:-5]; head: norm -> permute -> avgpool -> flatten -> head
+        features = [upsample, *children[:-5], ("flatten", nn.Flatten(1))]
+        head = [unflatten, *children[-5:]]
+    return nn.Sequential(OrderedDict(features)), nn.Sequential(OrderedDict(head))
+
+
+def imagenet_split_model(name: str, weights="DEFAULT", bn_batch_stats: bool = True, *, download: bool = True,
+                         progress: bool = False) -> SplitClassifier:
+    """A pretrained TorchVision ImageNet classifier split as in the paper (spec E3/E4; see the module docstring).
+
+    ``name``: ``"resnet18"`` (features :math:`n = 25{,}088`) or ``"swin_t"`` (:math:`n = 37{,}632`).  Inputs are
+    normalised (B, 3, 91, 91) images (:func:`imagenet_transform`; any size works, the model upsamples to 224);
+    ``model.features(x)`` is (B, n), ``model.head(z)`` the (B, 1000) logits.
+
+    ``weights``: ``"DEFAULT"`` (= ``IMAGENET1K_V1`` for both, the paper's), another name or member of TorchVision's
+    ``ResNet18_Weights`` / ``Swin_T_Weights``, or ``None`` for random weights (smoke tests only).  Pretrained
+    weights come from TorchVision's cache ``$TORCH_HOME/hub/checkpoints`` and are downloaded there when missing
+    (unless ``download=False``); when that fails :class:`PretrainedUnavailable` says which file to put where.
+
+    ``bn_batch_stats``: apply ``torch.func.replace_all_batch_norm_modules_`` (the authors' code does; spec Sec. 7
+    item 11), so BatchNorm uses the batch's statistics even in ``eval()`` and the features of an image depend on
+    the rest of its batch.  ``False`` keeps standard eval-mode BatchNorm (running statistics).  No effect on Swin-T.
+
+    Returns the model in ``eval()`` mode (Swin-T's stochastic depth and dropout off) with its parameters frozen
+    (``requires_grad=False``; the HCR computation differentiates with respect to the input only), on the CPU.
+    Attributes ``arch``, ``weights`` (e.g. ``"Swin_T_Weights.IMAGENET1K_V1"`` or ``None``) and ``bn_batch_stats``
+    record how it was built.  Raises :class:`TorchvisionMissing` (an ``ImportError``) without TorchVision.
+    """
+    _check_name(name)
+    if not isinstance(bn_batch_stats, bool):
+        raise ValueError(f"bn_batch_stats={bn_batch_stats!r}; allowed: True or False")
+    tvm = _torchvision_models(name)
+    builder, enum_name = TORCHVISION_NAMES[name]
+    member = _resolve_weights(getattr(tvm, enum_name), weights)
+    full = getattr(tvm, builder)(weights=None)
+    if member is not None:
+        full.load_state_dict(_pretrained_state_dict(member, builder, download, progress))
+    features, head = _split(name, full)
+    model = SplitClassifier(features, head, FEATURE_DIMS[name], IMAGENET_CLASSES, in_channels=3, image_size=CROP_SIZE)
+    if bn_batch_stats:
+        torch.func.replace_all_batch_norm_modules_(model)
+    model.arch = name
+    model.weights = None if member is None else f"{type(member).__name__}.{member.name}"
+    model.bn_batch_stats = bn_batch_stats
+    model.requires_grad_(False)
+    return model.eval()
