@@ -90,7 +90,7 @@ def image_grid(images: torch.Tensor, row_labels, col_labels, title=None, size=1.
     return fig
 
 
-def bound_histograms(panels: dict, xlabel: str, title=None, xlims=None, bins: int = 256, size=(3.2, 2.6)):
+def bound_histograms(panels: dict, xlabel: str, title=None, xlims=None, bins: int = 256, size=(4.4, 2.8)):
     """The HCR chapter's histograms (the paper's Figures 1, 3, 5 and 6): one panel per ``{title: values}`` entry,
     laid out in rows of two, each a ``bins``-bin histogram over the full range of its values (as the paper's
     ``np.histogram(values, bins=256)``), drawn black like the paper's; ``xlims`` (``{title: (lo, hi)}``) clips the
@@ -102,7 +102,7 @@ def bound_histograms(panels: dict, xlabel: str, title=None, xlims=None, bins: in
                              layout="constrained")
     for ax, key in zip(axes.flat, keys):
         values = np.ravel(panels[key])
-        ax.hist(values, bins=bins, color="black")
+        ax.hist(values, bins=bins, color="black", histtype="stepfilled", edgecolor="black", linewidth=0.5)
         ax.set_title(key, fontsize="small")
         ax.set_xlabel(xlabel)
         ax.set_ylabel("number of modes")
