@@ -8,6 +8,7 @@ Images are float32 tensors in [0, 1] of shape (batch, channels, height, width).
 """
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,9 @@ import torch
 
 # Bundled in the scikit-image wheel (no download): NASA public domain or CC0.
 PHOTO_NAMES = ("astronaut", "chelsea", "coffee", "rocket", "hubble_deep_field", "immunohistochemistry", "retina")
-IMAGE_SUFFIXES = (".jpeg", ".jpg", ".png", ".JPEG", ".JPG", ".PNG")
+# What the ImageNet readers accept as an image (TorchVision ImageFolder's list; compared in lower case).
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
+IMAGENET_CLASSES = 1000
 
 
 def _photo(name: str) -> np.ndarray:
@@ -73,7 +76,7 @@ def imagenet_folder(path: str | Path, n: int = 100, resolution: int = 224) -> to
     from PIL import Image
 
     folder = Path(path)
-    files = sorted(p for p in folder.iterdir() if p.suffix in IMAGE_SUFFIXES) if folder.is_dir() else []
+    files = sorted(p for p in folder.iterdir() if _is_image(p)) if folder.is_dir() else []
     if len(files) < n:
         raise FileNotFoundError(
             f"paper scale needs {n} ImageNet validation images in {folder.resolve()} but found {len(files)}. "
@@ -94,6 +97,93 @@ def imagenet_folder(path: str | Path, n: int = 100, resolution: int = 224) -> to
             im = im.crop((left, top, left + resolution, top + resolution))
             out.append(torch.from_numpy(np.asarray(im, dtype=np.float32) / 255.0).permute(2, 0, 1))
     return torch.stack(out)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The ImageNet validation images, from a folder the user fills (ImageNet needs a registration: nothing downloads).
+# ---------------------------------------------------------------------------------------------------------------
+def _is_image(path: Path) -> bool:
+    return path.is_file() and path.suffix.lower() in IMAGE_SUFFIXES
+
+
+def _imagenet_files(root: Path) -> tuple[list[Path], list[int] | None, list[str]]:
+    """The image files of ``root`` and their labels: an ImageFolder layout (``class_dir/**/image``; label = index of
+    the class folder among the sorted, non-hidden sub-folders, files in sorted path order) or a flat folder of
+    images (labels ``None``).  Raises ``ValueError`` when the folder holds both."""
+    if not root.is_dir():
+        return [], None, []
+    entries = sorted(root.iterdir())
+    classes = [d for d in entries if d.is_dir() and not d.name.startswith(".")]
+    flat = [p for p in entries if _is_image(p)]
+    files, labels = [], []
+    for index, folder in enumerate(classes):
+        members = sorted(p for p in folder.rglob("*") if _is_image(p))
+        files += members
+        labels += [index] * len(members)
+    if files and flat:
+        raise ValueError(
+            f"{root.resolve()} holds both images ({len(flat)}) and class folders with images ({len(files)}); "
+            "allowed: either a flat folder of ImageNet validation JPEGs (no labels) or an ImageFolder layout with one "
+            "sub-folder per class and no images beside them")
+    if files:
+        return files, labels, [d.name for d in classes]
+    return flat, None, []
+
+
+def imagenet_val_images(folder: str | Path, n: int, transform,
+                        seed: int = 0) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``n`` ImageNet validation images drawn at random without replacement from a folder the user supplies,
+    preprocessed by ``transform`` (a PIL image -> tensor callable, e.g. the HCR chapter's
+    :func:`compendium.models.imagenet_transform`; spec E3/E4, the paper uses 128).
+
+    ``folder`` is either
+
+    * an ImageFolder layout (what the authors read with TorchVision's ``ImageFolder``): one sub-folder per class,
+      the label of an image being the index of its folder among the sorted sub-folders (hidden ones skipped).  With
+      all 1,000 WordNet-synset folders (``n01440764/`` ... ``n15075141/``) this is TorchVision's ImageNet class
+      index, so the labels score the models' logits; with fewer folders it is not (a warning says so); or
+    * a flat folder of images (the ILSVRC2012 validation tar extracted as is): labels ``None``.
+
+    A relative ``folder`` is taken from the repository root (as in :func:`compendium.data.chapter_images`).  The
+    files are listed in sorted order and ``numpy.random.default_rng(seed).choice(len(files), n, replace=False)``
+    picks them (the exact images of the paper, from a seeded shuffled torch ``DataLoader``, cannot be recovered;
+    spec Sec. 7 item 17).  Returns ``(images, labels)``: the stacked transformed images,
+    and labels int64 (n,) or ``None``.  Raises ``ValueError`` before reading any image when the folder is missing or
+    holds fewer than ``n`` images.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n={n!r}; allowed: an integer >= 1")
+    if not callable(transform):
+        raise ValueError(f"transform must be a callable from a PIL image to a tensor; got {type(transform).__name__}")
+    root = Path(folder)
+    if not root.is_absolute():
+        from compendium.scales import repository_root
+
+        root = repository_root() / root
+    files, labels, classes = _imagenet_files(root)
+    if len(files) < n:
+        raise ValueError(
+            f"paper scale needs n={n} ImageNet validation images in {root.resolve()} but found {len(files)}. "
+            "ImageNet cannot be downloaded automatically (it needs a registration): register at "
+            "https://image-net.org, download the ILSVRC2012 validation images (ILSVRC2012_img_val.tar, 50,000 "
+            "JPEGs) and extract them into that folder, either flat (then there are no labels and no accuracies) or "
+            "sorted into one sub-folder per WordNet synset (n01440764/, ..., all 1,000 of them, e.g. with the "
+            "ILSVRC2012 devkit's validation labels) so that the sorted folder index is TorchVision's class index. "
+            "Or pass another folder (imagenet_dir=/path/to/folder).")
+    if labels is not None and len(classes) != IMAGENET_CLASSES:
+        warnings.warn(f"{root.resolve()} has {len(classes)} class folders, not {IMAGENET_CLASSES}: the labels are "
+                      "the indices of the sorted folders and match the ImageNet class indices of the pretrained "
+                      "models only when all 1,000 synset folders are present", stacklevel=2)
+    from PIL import Image
+
+    picked = np.random.default_rng(seed).choice(len(files), size=n, replace=False)
+    images = []
+    for i in picked:
+        with Image.open(files[i]) as img:
+            images.append(transform(img))
+    y = None if labels is None else torch.tensor([labels[i] for i in picked], dtype=torch.int64)
+    return torch.stack(images), y
+
 
 
 def chapter_images(source: str, n: int, resolution: int, seed: int = 0,

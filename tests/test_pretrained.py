@@ -1,8 +1,8 @@
 """Unit tests of compendium.models.pretrained: the paper-scale ImageNet pipeline of the HCR chapter (spec E3/E4).
 
-Run everywhere: the 13/32-scaled preprocessing (no torchvision), the folder reader on tiny folders written here, the
-clear errors, and the model split / BatchNorm coupling / weight cache on a stand-in ``torchvision.models`` with the
-same layer names (so they hold whether or not torchvision is installed).  Run only where torchvision imports: the
+Run everywhere: the 13/32-scaled preprocessing (no torchvision), ``compendium.data.imagenet_val_images`` reading
+tiny folders written here through it, the clear errors, and the model split / BatchNorm coupling / weight cache on a
+stand-in ``torchvision.models`` with the same layer names (so they hold whether or not torchvision is installed).  Run only where torchvision imports: the
 same checks on the real ResNet-18 and Swin-T (random weights, nothing downloaded) and the transform's agreement
 with TorchVision's own preset.
 """
@@ -19,6 +19,7 @@ import torch
 from PIL import Image
 from torch import nn
 
+from compendium import data
 from compendium.models import SplitClassifier, pretrained
 from compendium.models.pretrained import (
     IMAGENET_NORMALIZATION,
@@ -26,7 +27,6 @@ from compendium.models.pretrained import (
     TorchvisionMissing,
     imagenet_split_model,
     imagenet_transform,
-    imagenet_val_images,
 )
 
 MEAN = np.array(IMAGENET_NORMALIZATION[0])
@@ -140,7 +140,7 @@ def image_folder(tmp_path):
 def test_folder_labels_are_sorted_class_indices(image_folder):
     root, truth = image_folder
     with pytest.warns(UserWarning, match="3 class folders, not 1000"):
-        x, y = imagenet_val_images(root, 9, "resnet18", seed=0)
+        x, y = data.imagenet_val_images(root, 9, imagenet_transform("resnet18"), seed=0)
     assert x.shape == (9, 3, 91, 91) and x.dtype == torch.float32
     assert y.dtype == torch.int64 and y.shape == (9,)
     colours = _decode(x)
@@ -151,14 +151,14 @@ def test_folder_labels_are_sorted_class_indices(image_folder):
 def test_folder_draw_is_seeded(image_folder):
     root, _ = image_folder
     with pytest.warns(UserWarning):
-        a, ya = imagenet_val_images(root, 5, "swin_t", seed=3)
-        b, yb = imagenet_val_images(root, 5, "swin_t", seed=3)
-        c, _ = imagenet_val_images(root, 5, "swin_t", seed=4)
+        a, ya = data.imagenet_val_images(root, 5, imagenet_transform("swin_t"), seed=3)
+        b, yb = data.imagenet_val_images(root, 5, imagenet_transform("swin_t"), seed=3)
+        c, _ = data.imagenet_val_images(root, 5, imagenet_transform("swin_t"), seed=4)
     assert torch.equal(a, b) and torch.equal(ya, yb)
     assert len(set(_decode(a))) == 5
     assert _decode(a) != _decode(c)
     # the documented rule: numpy default_rng(seed).choice over the files in sorted path order
-    files, _, _ = pretrained._imagenet_files(root)
+    files, _, _ = data._imagenet_files(root)
     picked = np.random.default_rng(3).choice(len(files), size=5, replace=False)
     expected = []
     for i in picked:
@@ -170,7 +170,7 @@ def test_folder_draw_is_seeded(image_folder):
 def test_flat_folder_has_no_labels(tmp_path):
     for k in range(4):
         _write(tmp_path / f"ILSVRC2012_val_{k:08d}.JPEG", (30 * k, 100, 200), size=(120, 100))
-    x, y = imagenet_val_images(tmp_path, 3, "resnet18", seed=0)
+    x, y = data.imagenet_val_images(tmp_path, 3, imagenet_transform("resnet18"), seed=0)
     assert x.shape == (3, 3, 91, 91) and y is None
 
 
@@ -184,7 +184,7 @@ def test_folder_errors_say_what_to_download(tmp_path, make):
             _write(folder / f"{k}.jpg", (1, 2, 3))
     found = 2 if make == "too_few" else 0
     with pytest.raises(ValueError, match=f"needs n=3 ImageNet validation images .* found {found}") as info:
-        imagenet_val_images(folder, 3, "resnet18")
+        data.imagenet_val_images(folder, 3, imagenet_transform("resnet18"))
     for words in ("image-net.org", "ILSVRC2012_img_val.tar", "n01440764", str(folder)):
         assert words in str(info.value)
 
@@ -193,16 +193,16 @@ def test_folder_with_images_and_class_folders_is_ambiguous(tmp_path):
     _write(tmp_path / "a.png", (1, 2, 3))
     _write(tmp_path / "cls" / "b.png", (1, 2, 3))
     with pytest.raises(ValueError, match="both images"):
-        imagenet_val_images(tmp_path, 1, "resnet18")
+        data.imagenet_val_images(tmp_path, 1, imagenet_transform("resnet18"))
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"n": 0}, "n=0"), ({"n": True}, "n=True"), ({"n": 2.0}, "n=2.0"), ({"name": "vit"}, "name='vit'"),
+    ({"n": 0}, "n=0"), ({"n": True}, "n=True"), ({"n": 2.0}, "n=2.0"), ({"transform": "resnet18"}, "transform"),
 ])
 def test_folder_bad_arguments(tmp_path, kwargs, match):
-    args = {"folder": tmp_path, "n": 1, "name": "resnet18", **kwargs}
+    args = {"folder": tmp_path, "n": 1, "transform": imagenet_transform("resnet18"), **kwargs}
     with pytest.raises(ValueError, match=match):
-        imagenet_val_images(**args)
+        data.imagenet_val_images(**args)
 
 
 # ------------------------------------------------------------------------------------------ the models: errors

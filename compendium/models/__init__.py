@@ -15,9 +15,8 @@ from compendium.models.pretrained import (
     TorchvisionMissing,
     imagenet_split_model,
     imagenet_transform,
-    imagenet_val_images,
 )
 
 __all__ = ["CIFAR_NORMALIZATION", "IMAGENET_NORMALIZATION", "MNIST_NORMALIZATION", "CifarCNN", "ImageNetTransform",
            "MnistMLP", "PretrainedUnavailable", "SplitClassifier", "TorchvisionMissing", "imagenet_split_model",
-           "imagenet_transform", "imagenet_val_images", "init_parameters"]
+           "imagenet_transform", "init_parameters"]

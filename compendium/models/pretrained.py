@@ -6,7 +6,7 @@ Everything here follows the authors' code (``facebookresearch/hcrbounds``, ``cod
 * **Images.**  ImageNet validation images, preprocessed by TorchVision's evaluation transforms with every size scaled
   by 13/32 (:func:`imagenet_transform`): resize the shorter side to ``13 * 256 // 32 = 104`` (ResNet-18, bilinear) or
   ``13 * 232 // 32 = 94`` (Swin-T, bicubic), centre-crop ``13 * 224 // 32 = 91``, scale to [0, 1] and normalise
-  with :data:`IMAGENET_NORMALIZATION`.  The input :math:`\\theta` of the HCR bound therefore lives in the normalised
+  with :data:`IMAGENET_NORMALIZATION`; :func:`compendium.data.imagenet_val_images` reads them through it.  The input :math:`\\theta` of the HCR bound therefore lives in the normalised
   3x91x91 space, :math:`p = 24{,}843` (spec Sec. 7 item 16: fewer than the :math:`n` features, which is why the
   paper downsamples; the bounds are on the 91x91 image, not on the original photograph).
 * **Models.**  :func:`imagenet_split_model` returns a :class:`~compendium.models.classifiers.SplitClassifier` whose
@@ -25,14 +25,13 @@ Everything here follows the authors' code (``facebookresearch/hcrbounds``, ``cod
 
 Nothing downloads at import.  TorchVision is imported only when a model is built: without it
 :func:`imagenet_split_model` raises :class:`TorchvisionMissing`; pretrained weights that are neither in the cache
-(``$TORCH_HOME/hub/checkpoints``) nor downloadable raise :class:`PretrainedUnavailable`.  The transform and the
-folder reader need only PIL, numpy and torch.
+(``$TORCH_HOME/hub/checkpoints``) nor downloadable raise :class:`PretrainedUnavailable`.  The transform needs only
+PIL, numpy and torch.
 """
 from __future__ import annotations
 
 import math
 import os
-import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +40,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from compendium.data import IMAGENET_CLASSES
 from compendium.models.classifiers import SplitClassifier
 
 #: The two architectures of the paper's ImageNet experiments (spec E3, E4).
@@ -62,7 +62,6 @@ FEATURE_SHAPES = {"resnet18": (512, 7, 7), "swin_t": (7, 7, 768)}
 #: Width :math:`n` of the flattened features: 25,088 (ResNet-18) and 37,632 (Swin-T).
 FEATURE_DIMS = {name: math.prod(shape) for name, shape in FEATURE_SHAPES.items()}
 #: Number of ImageNet-1k classes (the logits).
-IMAGENET_CLASSES = 1000
 #: name -> (TorchVision builder, weights enum).
 TORCHVISION_NAMES = {"resnet18": ("resnet18", "ResNet18_Weights"), "swin_t": ("swin_t", "Swin_T_Weights")}
 # The children TorchVision's models have, in order; the split below relies on them.
@@ -70,8 +69,6 @@ _CHILDREN = {
     "resnet18": ("conv1", "bn1", "relu", "maxpool", "layer1", "layer2", "layer3", "layer4", "avgpool", "fc"),
     "swin_t": ("features", "norm", "permute", "avgpool", "flatten", "head"),
 }
-# What imagenet_val_images accepts as an image (ImageFolder's list, case-insensitive).
-_IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
 
 
 class PretrainedUnavailable(RuntimeError):
@@ -161,91 +158,6 @@ def imagenet_transform(name: str = "resnet18") -> ImageNetTransform:
     _check_name(name)
     mean, std = IMAGENET_NORMALIZATION
     return ImageNetTransform(RESIZE_SIZE[name], CROP_SIZE, INTERPOLATION[name], mean, std)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# The ImageNet validation images, from a folder the user fills (ImageNet needs a registration: nothing downloads).
-# ---------------------------------------------------------------------------------------------------------------
-def _is_image(path: Path) -> bool:
-    return path.is_file() and path.suffix.lower() in _IMAGE_SUFFIXES
-
-
-def _imagenet_files(root: Path) -> tuple[list[Path], list[int] | None, list[str]]:
-    """The image files of ``root`` and their labels: an ImageFolder layout (``class_dir/**/image``; label = index of
-    the class folder among the sorted, non-hidden sub-folders, files in sorted path order) or a flat folder of
-    images (labels ``None``).  Raises ``ValueError`` when the folder holds both."""
-    if not root.is_dir():
-        return [], None, []
-    entries = sorted(root.iterdir())
-    classes = [d for d in entries if d.is_dir() and not d.name.startswith(".")]
-    flat = [p for p in entries if _is_image(p)]
-    files, labels = [], []
-    for index, folder in enumerate(classes):
-        members = sorted(p for p in folder.rglob("*") if _is_image(p))
-        files += members
-        labels += [index] * len(members)
-    if files and flat:
-        raise ValueError(
-            f"{root.resolve()} holds both images ({len(flat)}) and class folders with images ({len(files)}); "
-            "allowed: either a flat folder of ImageNet validation JPEGs (no labels) or an ImageFolder layout with one "
-            "sub-folder per class and no images beside them")
-    if files:
-        return files, labels, [d.name for d in classes]
-    return flat, None, []
-
-
-def imagenet_val_images(folder: str | Path, n: int, name: str = "resnet18",
-                        seed: int = 0) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """``n`` ImageNet validation images drawn at random without replacement from a folder the user supplies,
-    preprocessed for model ``name`` by :func:`imagenet_transform` (spec E3/E4; the paper uses 128).
-
-    ``folder`` is either
-
-    * an ImageFolder layout (what the authors read with TorchVision's ``ImageFolder``): one sub-folder per class,
-      the label of an image being the index of its folder among the sorted sub-folders (hidden ones skipped).  With
-      all 1,000 WordNet-synset folders (``n01440764/`` ... ``n15075141/``) this is TorchVision's ImageNet class
-      index, so the labels score the models' logits; with fewer folders it is not (a warning says so); or
-    * a flat folder of images (the ILSVRC2012 validation tar extracted as is): labels ``None``.
-
-    A relative ``folder`` is taken from the repository root (as in :func:`compendium.data.chapter_images`).  The
-    files are listed in sorted order and ``numpy.random.default_rng(seed).choice(len(files), n, replace=False)``
-    picks them (the exact images of the paper, from a seeded shuffled torch ``DataLoader``, cannot be recovered;
-    spec Sec. 7 item 17).  Returns ``(images, labels)``: images (n, 3, 91, 91) float32, normalised (not in [0, 1]),
-    and labels int64 (n,) or ``None``.  Raises ``ValueError`` before reading any image when the folder is missing or
-    holds fewer than ``n`` images.
-    """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n={n!r}; allowed: an integer >= 1")
-    _check_name(name)
-    root = Path(folder)
-    if not root.is_absolute():
-        from compendium.scales import repository_root
-
-        root = repository_root() / root
-    files, labels, classes = _imagenet_files(root)
-    if len(files) < n:
-        raise ValueError(
-            f"paper scale needs n={n} ImageNet validation images in {root.resolve()} but found {len(files)}. "
-            "ImageNet cannot be downloaded automatically (it needs a registration): register at "
-            "https://image-net.org, download the ILSVRC2012 validation images (ILSVRC2012_img_val.tar, 50,000 "
-            "JPEGs) and extract them into that folder, either flat (then there are no labels and no accuracies) or "
-            "sorted into one sub-folder per WordNet synset (n01440764/, ..., all 1,000 of them, e.g. with the "
-            "ILSVRC2012 devkit's validation labels) so that the sorted folder index is TorchVision's class index. "
-            "Or pass another folder (imagenet_dir=/path/to/folder).")
-    if labels is not None and len(classes) != IMAGENET_CLASSES:
-        warnings.warn(f"{root.resolve()} has {len(classes)} class folders, not {IMAGENET_CLASSES}: the labels are "
-                      "the indices of the sorted folders and match the ImageNet class indices of the pretrained "
-                      "models only when all 1,000 synset folders are present", stacklevel=2)
-    from PIL import Image
-
-    picked = np.random.default_rng(seed).choice(len(files), size=n, replace=False)
-    transform = imagenet_transform(name)
-    images = []
-    for i in picked:
-        with Image.open(files[i]) as img:
-            images.append(transform(img))
-    y = None if labels is None else torch.tensor([labels[i] for i in picked], dtype=torch.int64)
-    return torch.stack(images), y
 
 
 # ---------------------------------------------------------------------------------------------------------------
