@@ -1,5 +1,8 @@
 """Command line: ``python -m compendium build`` renders the book, ``python -m compendium run CHAPTER`` reruns a chapter,
-``python -m compendium risk ...`` is the reconstruction-risk calculator (:mod:`compendium.risk`).
+``python -m compendium risk ...`` is the reconstruction-risk calculator (:mod:`compendium.risk`) and
+``python -m compendium dithering --feature-noise S (--feature-gain G | --matrix A.npy) [--releases T]`` its row for
+inference-time dithering (the HCR chapter).  With ``--json`` both print one flat JSON object in which an infinite
+bound is the string ``"inf"`` (``float("inf")`` parses it; JSON has no infinity) and a missing value is ``null``.
 
 Unknown chapters, scales or devices and negative seeds are refused with exit code 2 and a message that lists the
 valid values, before any work.
@@ -8,8 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
+
+import numpy as np
 
 from compendium import book, scales
 
@@ -80,6 +86,23 @@ def _parser() -> argparse.ArgumentParser:
                       help="with --eta-mse: the smallest noise multiplier keeping P(MSE <= eta) below this")
     risk.add_argument("--json", action="store_true", help="print one flat JSON object")
     risk.set_defaults(action=_risk)
+
+    dithering = commands.add_parser(
+        "dithering", help="the calculator's row for inference-time dithering: the HCR chapter's bounds",
+        description="How precisely can an unbiased estimator recover a client's input from its dithered features "
+                    "X = a(theta) + N(0, sigma^2 I)? A per-input guarantee (not differential privacy) that does not "
+                    "bind an attacker with a prior; infinite bounds are printed as inf (the string \"inf\" in JSON).")
+    dithering.add_argument("--feature-noise", type=float, required=True,
+                           help="sigma, the standard deviation of the noise added to each feature, > 0")
+    feature_map = dithering.add_mutually_exclusive_group(required=True)
+    feature_map.add_argument("--feature-gain", type=float, default=None,
+                             help="largest singular value (or Lipschitz constant) of the feature map, > 0")
+    feature_map.add_argument("--matrix", type=Path, default=None,
+                             help="a .npy file holding the n x p matrix of a linear feature map (or its Jacobian)")
+    dithering.add_argument("--releases", type=int, default=1,
+                           help="independent releases T of the same input the adversary averages (default 1)")
+    dithering.add_argument("--json", action="store_true", help="print one flat JSON object")
+    dithering.set_defaults(action=_dithering)
     return parser
 
 
@@ -95,14 +118,40 @@ def _run(args: argparse.Namespace) -> None:
 
 
 def _risk(args: argparse.Namespace) -> None:
-    from compendium import risk  # imported here: the other commands do not need opacus' accountants
+    from compendium import risk  # imported here: the build and run commands do not need the calculator
 
     query = risk.RiskQuery(
         noise_multiplier=args.noise_multiplier, clip=args.clip, dim=args.dim, steps=args.steps,
         sample_rate=args.sample_rate, delta=args.delta, min_norm=args.min_norm, data_range=args.data_range,
         eta_mse=args.eta_mse, eta_psnr=args.eta_psnr, kappa=args.kappa, target_probability=args.target_probability)
     result = risk.assess(query)
-    print(json.dumps(result, indent=1) if args.json else risk.format_report(result))
+    print(_json(result) if args.json else risk.format_report(result))
+
+
+def _dithering(args: argparse.Namespace) -> None:
+    from compendium import risk
+
+    matrix = None
+    if args.matrix is not None:
+        try:
+            matrix = np.load(args.matrix, allow_pickle=False)
+        except (OSError, ValueError, EOFError) as err:
+            raise ValueError(f"--matrix: cannot read {args.matrix} as a .npy array: {err}") from err
+        if not isinstance(matrix, np.ndarray):
+            matrix.close()
+            raise ValueError(f"--matrix: {args.matrix} must be a .npy file holding one array, not an archive")
+    query = risk.DitheringQuery(feature_noise=args.feature_noise, gain=args.feature_gain, matrix=matrix,
+                                releases=args.releases)
+    result = risk.assess_dithering(query)
+    print(_json(result) if args.json else risk.format_report(result))
+
+
+def _json(result: dict) -> str:
+    """``result`` as valid JSON: an infinite or NaN number becomes the string ``"inf"``, ``"-inf"`` or ``"nan"``."""
+    def valid(value):
+        return str(value) if isinstance(value, float) and not math.isfinite(value) else value
+
+    return json.dumps({key: valid(value) for key, value in result.items()}, indent=1, allow_nan=False)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,6 +5,9 @@ Paper scale: a folder of ImageNet validation images that the user downloads (Ima
 nothing here downloads it); :func:`imagenet_folder` fails with a message that says what to put where.
 
 Images are float32 tensors in [0, 1] of shape (batch, channels, height, width).
+
+Setting the environment variable ``COMPENDIUM_OFFLINE`` (to anything non-empty) refuses every download at once,
+without touching the network: the loaders then fail with their usual message that says what to put where.
 """
 from __future__ import annotations
 
@@ -270,9 +273,14 @@ CIFAR10_FILES = {"train": tuple(f"data_batch_{i}" for i in range(1, 6)), "test":
 
 
 def _download(url: str, dest: Path) -> None:
-    """Fetch ``url`` into ``dest`` (through a temporary file, so a failed download leaves nothing behind)."""
+    """Fetch ``url`` into ``dest`` (through a temporary file, so a failed download leaves nothing behind); refused
+    with ``OSError`` when ``COMPENDIUM_OFFLINE`` is set."""
+    import os
     import shutil
     import urllib.request
+
+    if os.environ.get("COMPENDIUM_OFFLINE"):
+        raise OSError(f"COMPENDIUM_OFFLINE is set: not downloading {url}")
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(dest.name + ".part")

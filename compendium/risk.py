@@ -13,6 +13,12 @@ probabilities are the data-independent ones of Ziller et al. (2024) (noise C sig
 linear-layer attack on unclipped data).  With m they are those of "From Mean to Extreme" (the optimal attack
 rescales the clipped gradient, so the noise is sigma ||X|| >= sigma m per coordinate); when m < C this attack is
 stronger than the first chapter's, which is why the data norm matters.
+
+Inference-time dithering (the HCR chapter, Chaudhuri et al. 2024).  :func:`assess_dithering` answers a different
+question: a client releases features ``X = a(theta) + Z``, ``Z ~ N(0, sigma^2 I_n)``, of its input ``theta``, T times
+independently.  Given the noise sigma and the feature map's gain (its largest singular value, or the whole matrix of a
+linear map) it returns the smallest standard deviation that any *unbiased* estimator of the input can have, a
+per-input guarantee that is not differential privacy.  ``python -m compendium dithering`` prints it.
 """
 from __future__ import annotations
 
@@ -20,12 +26,13 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from compendium import dp
+from compendium.bounds import hcr
 from compendium.bounds import mean_to_extreme as mte
 from compendium.bounds import ziller2024 as zb
 
 ZILLER = "Ziller et al. 2024"
 MTE = "From Mean to Extreme"
+HCR = "Chaudhuri et al. 2024 (HCR chapter)"
 
 
 @dataclass(frozen=True)
@@ -71,6 +78,8 @@ class RiskQuery:
 
 def assess(query: RiskQuery) -> dict:
     """Every applicable number for ``query`` as a flat dictionary (keys documented in the book's calculator page)."""
+    from compendium import dp  # imported here: opacus' accountants take seconds to load and assess_dithering needs none
+
     q = query
     sigma, C, N, T, m = q.noise_multiplier, q.clip, q.dim, q.steps, q.min_norm
     out: dict = {"input_" + k: v for k, v in asdict(q).items()}
@@ -147,6 +156,97 @@ def minimal_noise_multiplier(target_probability: float, eta_mse: float, dim: int
     return float(mte.minimal_noise_multiplier(target_probability, eta_mse, dim, scale, steps))
 
 
+@dataclass(frozen=True, eq=False)
+class DitheringQuery:
+    """A client's dithered feature release, for :func:`assess_dithering` (queries compare by identity: one may hold
+    an array).
+
+    ``feature_noise`` is sigma, the standard deviation of the Gaussian noise added to each feature; exactly one of
+    ``gain`` (the feature map's largest singular value, or any upper bound on its Lipschitz constant) or ``matrix``
+    (the ``n x p`` matrix ``A`` of a linear feature map ``a(theta) = A theta``, or the Jacobian of a nonlinear one at
+    the input) describes the map; ``releases`` is the number T of independent releases of the same input that the
+    adversary averages.  The matrix is stored as a read-only float copy.
+    """
+
+    feature_noise: float
+    gain: float | None = None
+    matrix: np.ndarray | None = None
+    releases: int = 1
+
+    def __post_init__(self) -> None:
+        _positive("feature_noise", self.feature_noise)
+        _integer("releases", self.releases)
+        if (self.gain is None) == (self.matrix is None):
+            raise ValueError("give exactly one of gain (the feature map's largest singular value) or matrix "
+                             f"(the n x p matrix of a linear feature map); got gain={self.gain!r} and "
+                             f"matrix={'None' if self.matrix is None else 'an array'}")
+        if self.gain is not None:
+            _positive("gain", self.gain)
+        else:
+            try:
+                matrix = np.array(self.matrix, dtype=float)
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"matrix must be a 2-D array of numbers; got {type(self.matrix).__name__}") from err
+            if matrix.ndim != 2 or matrix.size == 0:
+                raise ValueError(f"matrix must be a non-empty 2-D (n x p) array; got shape {matrix.shape}")
+            if not np.all(np.isfinite(matrix)):
+                raise ValueError(f"matrix must hold finite numbers; got {np.sum(~np.isfinite(matrix))} NaN or inf")
+            matrix.flags.writeable = False
+            object.__setattr__(self, "matrix", matrix)
+
+
+def assess_dithering(query: DitheringQuery) -> dict:
+    """What an unbiased estimator of the client's input can achieve from its dithered features, as a flat dictionary.
+
+    A per-input guarantee for *unbiased* estimators, not differential privacy: an attacker with a prior (a biased
+    estimator such as the data mean) is not bound by it (see the HCR chapter).  With ``s = feature_noise /
+    sqrt(releases)`` (averaging T independent releases) and ``J`` the Jacobian (``A`` for a linear map):
+
+    * ``dithering_sd_floor = s / ||J||_op``: the HCR bound (Chaudhuri et al. 2024, eqs. 5, 12) is at least its
+      small-perturbation limit, the multivariate Cramer-Rao bound ``s^2 d^T (J^T J)^{-1} d`` on any linear functional
+      ``d^T theta``, and ``(J^T J)^{-1} >= I / ||J||^2``, so every unit-norm functional (a pixel, a DCT mode) has
+      ``sd >= s / ||J||``;
+    * ``dithering_mse_lower_bound``: the limit of the paper's MSE bound (6), ``s^2 / gain^2`` from the gain alone,
+      ``s^2 tr((A^T A)^{-1}) / p`` (``inf`` when ``A`` has rank < p) from a matrix;
+    * with a matrix only, the exact per-coordinate bounds ``sqrt(s^2 [(A^T A)^{-1}]_kk)`` (attained by least squares
+      for a linear map) as their minimum, median and maximum, and the number of coordinates outside the row space of
+      ``A`` (infinite bound: no unbiased estimator of them exists).
+    """
+    q = query
+    s = q.feature_noise / np.sqrt(q.releases)
+    out: dict = {"input_feature_noise": q.feature_noise, "input_gain": q.gain,
+                 "input_matrix_shape": None if q.matrix is None else tuple(int(v) for v in q.matrix.shape),
+                 "input_releases": q.releases}
+    if q.matrix is None:
+        gain, gain_source = float(q.gain), "input (largest singular value or Lipschitz constant of the feature map)"
+    else:
+        gain, gain_source = float(np.linalg.norm(q.matrix, 2)), "largest singular value of the matrix"
+    out["dithering_gain"], out["dithering_gain_source"] = gain, gain_source
+    out["dithering_sd_floor"] = float(s / gain)
+    out["dithering_sd_floor_source"] = (f"{HCR}, HCR >= Cramer-Rao limit sigma^2[(J^T J)^-1]_kk >= sigma^2/||J||^2 "
+                                        "(sigma^2 -> sigma^2/T); unbiased estimators of any unit-norm functional "
+                                        "(pixel, DCT mode)")
+    if q.matrix is None:
+        out["dithering_mse_lower_bound"] = float(s**2 / gain**2)
+        out["dithering_mse_lower_bound_source"] = (f"{HCR}, limit of the MSE bound (6) from the gain alone: "
+                                                   "sigma^2/(||J||^2 T)")
+        return out
+    crb = hcr.cramer_rao_bound(q.matrix, s)  # s^2 [(A^T A)^-1]_kk per coordinate, inf outside the row space
+    sd = np.sqrt(crb)
+    out["dithering_mse_lower_bound"] = float(np.mean(crb))
+    out["dithering_mse_lower_bound_source"] = (f"{HCR}, limit of the MSE bound (6): sigma^2 tr((A^T A)^-1)/(p T), "
+                                               "inf when A has rank < p")
+    crb_source = (f"{HCR}, multivariate Cramer-Rao bound sqrt(sigma^2 [(A^T A)^-1]_kk / T) per coordinate "
+                  "(the book's correction of eq. (18)), attained by least squares")
+    for name, value in (("min", np.min(sd)), ("median", np.median(sd)), ("max", np.max(sd))):
+        out[f"dithering_sd_per_coordinate_{name}"] = float(value)
+        out[f"dithering_sd_per_coordinate_{name}_source"] = crb_source
+    out["dithering_unidentifiable_coordinates"] = int(np.sum(np.isinf(crb)))
+    out["dithering_unidentifiable_coordinates_source"] = (f"{HCR}, coordinates outside the row space of A: infinite "
+                                                          "Cramer-Rao bound, no unbiased estimator exists")
+    return out
+
+
 def _positive(name: str, value) -> None:
     if value is None or not np.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a finite number > 0; got {value!r}")
@@ -163,7 +263,8 @@ def _probability(name: str, value) -> None:
 
 
 def format_report(result: dict) -> str:
-    """A human-readable report of :func:`assess`'s result: one line per number, with its source."""
+    """A human-readable report of :func:`assess`'s or :func:`assess_dithering`'s result: one line per number (an
+    infinite bound prints as ``inf``), with its source; the echoed inputs are left out."""
     lines = []
     for key, value in result.items():
         if key.endswith("_source") or key.startswith("input_") or value is None:

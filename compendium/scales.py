@@ -206,6 +206,8 @@ class HCRScale:
 
     * the grayscale task (the paper's MNIST MLP): ``gray_data`` is ``"digits"`` (scikit-learn's bundled 8x8 digits,
       hidden width ``gray_hidden``) or ``"mnist"`` (downloaded into ``data_dir``; the paper's 784-wide MLP);
+    * the grayscale CNN (not in the paper): the colour task's CNN (``colour_widths``, ``colour_hidden``) trained on
+      the grayscale data for ``gray_epochs``, dithered at ``gray_cnn_kappa``, ``gray_cnn_examples`` bounded images;
     * the colour task (the paper's CIFAR-10 CNN): ``colour_data`` is ``"photos"`` (7 classes of crops of the bundled
       photographs, ``colour_per_class`` training crops per class at ``colour_resolution`` pixels, CNN widths
       ``colour_widths`` and ``colour_hidden``) or ``"cifar10"`` (downloaded; the paper's widths).
@@ -228,6 +230,7 @@ class HCRScale:
     gray_kappa: float
     gray_diffdivs: tuple[float, ...]
     gray_low_freq: int
+    gray_cnn_kappa: float
     colour_data: str
     colour_resolution: int
     colour_per_class: int
@@ -238,6 +241,7 @@ class HCRScale:
     colour_diffdivs: tuple[float, ...]
     colour_low_freq: int
     gray_examples: int
+    gray_cnn_examples: int
     colour_examples: int
     num_restarts: int
     power_iterations: tuple[int, ...]
@@ -257,9 +261,10 @@ class HCRScale:
                      "num_restarts", "inversion_steps", "decoder_epochs", "imagenet_examples"):
             _positive_int(name, getattr(self, name))
         _positive_int("gray_examples", self.gray_examples, minimum=2)
+        _positive_int("gray_cnn_examples", self.gray_cnn_examples, minimum=2)
         _positive_int("colour_examples", self.colour_examples, minimum=2)
         _positive_int("colour_resolution", self.colour_resolution, minimum=8)
-        for name in ("gray_kappa", "colour_kappa"):
+        for name in ("gray_kappa", "gray_cnn_kappa", "colour_kappa"):
             if not (isinstance(getattr(self, name), (int, float)) and 0 < getattr(self, name) < float("inf")):
                 raise ValueError(f"{name} must be a finite number > 0 (noise level in RMS-feature units); "
                                  f"got {getattr(self, name)!r}")
@@ -285,25 +290,24 @@ class HCRScale:
 
 HCR_SCALES = {
     "ci": dict(gray_data="digits", gray_hidden=64, gray_epochs=8, gray_kappa=0.5, gray_diffdivs=(200.0, 1000.0),
-               gray_low_freq=4, colour_data="photos", colour_resolution=16, colour_per_class=40,
+               gray_low_freq=4, gray_cnn_kappa=0.25, colour_data="photos", colour_resolution=16, colour_per_class=40,
                colour_widths=(8, 32, 64), colour_hidden=64, colour_epochs=20, colour_kappa=0.25,
-               colour_diffdivs=(500.0, 1000.0), colour_low_freq=8, gray_examples=8, colour_examples=3, num_restarts=3,
-               power_iterations=(1, 4), inversion_steps=200, decoder_epochs=10, data_dir="data",
-               imagenet_dir=None, imagenet_examples=16),
+               colour_diffdivs=(500.0, 1000.0), colour_low_freq=8, gray_examples=8, gray_cnn_examples=3,
+               colour_examples=3, num_restarts=3, power_iterations=(1, 4), inversion_steps=200, decoder_epochs=10,
+               data_dir="data", imagenet_dir=None, imagenet_examples=16),
     "book": dict(gray_data="digits", gray_hidden=64, gray_epochs=30, gray_kappa=0.5, gray_diffdivs=(200.0, 1000.0),
-                 gray_low_freq=4, colour_data="photos", colour_resolution=16, colour_per_class=200,
-                 colour_widths=(8, 32, 64), colour_hidden=64, colour_epochs=20, colour_kappa=0.25,
-                 colour_diffdivs=(500.0, 1000.0), colour_low_freq=8, gray_examples=100, colour_examples=6,
-                 num_restarts=25,
-                 power_iterations=(1, 4, 10), inversion_steps=1500, decoder_epochs=60, data_dir="data",
-                 imagenet_dir=None, imagenet_examples=16),
+                 gray_low_freq=4, gray_cnn_kappa=0.25, colour_data="photos", colour_resolution=16,
+                 colour_per_class=200, colour_widths=(8, 32, 64), colour_hidden=64, colour_epochs=20,
+                 colour_kappa=0.25, colour_diffdivs=(500.0, 1000.0), colour_low_freq=8, gray_examples=100,
+                 gray_cnn_examples=8, colour_examples=6, num_restarts=25, power_iterations=(1, 4, 10),
+                 inversion_steps=1500, decoder_epochs=60, data_dir="data", imagenet_dir=None, imagenet_examples=16),
     "paper": dict(gray_data="mnist", gray_hidden=784, gray_epochs=6, gray_kappa=1.0, gray_diffdivs=(200.0, 1000.0),
-                  gray_low_freq=8, colour_data="cifar10", colour_resolution=32, colour_per_class=5000,
-                  colour_widths=(32, 1024, 3072), colour_hidden=3072, colour_epochs=7, colour_kappa=5.0,
-                  colour_diffdivs=(500.0, 1000.0), colour_low_freq=8, gray_examples=1000, colour_examples=500,
-                  num_restarts=25,
-                  power_iterations=(1, 10), inversion_steps=3000, decoder_epochs=20, data_dir="data",
-                  imagenet_dir=None, imagenet_examples=128),
+                  gray_low_freq=8, gray_cnn_kappa=1.0, colour_data="cifar10", colour_resolution=32,
+                  colour_per_class=5000, colour_widths=(32, 1024, 3072), colour_hidden=3072, colour_epochs=7,
+                  colour_kappa=5.0, colour_diffdivs=(500.0, 1000.0), colour_low_freq=8, gray_examples=1000,
+                  gray_cnn_examples=100, colour_examples=500, num_restarts=25, power_iterations=(1, 10),
+                  inversion_steps=3000, decoder_epochs=20, data_dir="data", imagenet_dir=None,
+                  imagenet_examples=128),
 }
 
 

@@ -278,3 +278,18 @@ def test_cifar10_missing_files_message(tmp_path, no_network):
     assert no_network == ["https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"]
     with pytest.raises(ValueError, match="split"):
         data.cifar10(tmp_path, "valid")
+
+
+def test_offline_switch_refuses_downloads_before_the_network(tmp_path, monkeypatch):
+    import urllib.request
+
+    def no_socket(*args, **kwargs):
+        raise AssertionError("the network was touched although COMPENDIUM_OFFLINE is set")
+
+    monkeypatch.setattr(urllib.request, "urlopen", no_socket)
+    monkeypatch.setenv("COMPENDIUM_OFFLINE", "1")
+    with pytest.raises(FileNotFoundError, match=r"could not be downloaded.*COMPENDIUM_OFFLINE is set"):
+        data.mnist(tmp_path, "test", download=True)
+    with pytest.raises(FileNotFoundError, match=r"could not be downloaded.*COMPENDIUM_OFFLINE is set"):
+        data.cifar10(tmp_path, "test", download=True)
+    assert not any(p.is_file() for p in tmp_path.rglob("*"))  # nothing half-written

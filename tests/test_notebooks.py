@@ -84,3 +84,24 @@ def test_paper_scale_without_imagenet_stops_at_the_data_with_instructions(key: s
     failed = nbformat.read(tmp_path / "out.failed.ipynb", as_version=4)
     ran = [c for c in failed.cells if c.cell_type == "code" and c.get("execution_count")]
     assert "chapter_images" in ran[-1].source and len(ran) <= 4, "the chapter did work before loading the data"
+
+
+def test_hcr_paper_scale_offline_stops_at_the_data_with_instructions(tmp_path: Path, monkeypatch) -> None:
+    """At paper scale the HCR chapter downloads MNIST and CIFAR-10; offline (``COMPENDIUM_OFFLINE``, inherited by the
+    kernel) it must stop in its set-up cell, before any training, naming the files and where to get them."""
+    from compendium import book
+
+    monkeypatch.setenv("COMPENDIUM_OFFLINE", "1")
+    missing = tmp_path / "no-data-here"
+    params = {"scale": "paper", "device": "cpu", "seed": 0, "data_dir": str(missing)}
+    with pytest.raises(book.ChapterExecutionError) as err:
+        book.execute_notebook(ROOT / scales.CHAPTERS["hcr"].notebook, tmp_path / "out.ipynb", params,
+                              force=True, label="hcr")
+    message = str(err.value)
+    assert "FileNotFoundError" in message and "COMPENDIUM_OFFLINE" in message, message
+    failed = nbformat.read(tmp_path / "out.failed.ipynb", as_version=4)
+    ran = [c for c in failed.cells if c.cell_type == "code" and c.get("execution_count")]
+    assert "data.mnist" in ran[-1].source and len(ran) <= 4, "the chapter did work before loading the data"
+    error = next(o for o in ran[-1].outputs if o.output_type == "error")
+    assert "train-images-idx3-ubyte.gz" in error.evalue and str(missing / "mnist") in error.evalue, error.evalue
+    assert not any(p.is_file() for p in missing.rglob("*"))  # nothing half-written

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -10,6 +11,7 @@ import pytest
 from scipy import stats
 
 from compendium import cli, dp, risk
+from compendium.bounds import hcr
 from compendium.bounds import mean_to_extreme as mte
 from compendium.bounds import ziller2024 as zb
 
@@ -141,3 +143,139 @@ def test_minimal_noise_multiplier_matches_the_specs_calibration_values(eta, gamm
     q = risk.RiskQuery(noise_multiplier=1.0, clip=1e6, dim=dim, eta_mse=eta, target_probability=gamma,
                        min_norm=min_norm)
     assert risk.assess(q)["minimal_noise_multiplier"] == pytest.approx(expected, rel=2e-6)
+
+
+# Inference-time dithering (the HCR chapter): X = A theta + N(0, sigma^2 I), T releases averaged.
+
+def _gaussian_matrix(n: int, p: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=(n, p)) / np.sqrt(n)
+
+
+def test_dithering_closed_forms_from_a_matrix():
+    A, sigma, T = _gaussian_matrix(40, 16, seed=1), 0.3, 4
+    r = risk.assess_dithering(risk.DitheringQuery(feature_noise=sigma, matrix=A, releases=T))
+    s_max = np.linalg.svd(A, compute_uv=False)[0]
+    assert r["dithering_gain"] == pytest.approx(s_max, rel=1e-12)
+    assert r["dithering_sd_floor"] == pytest.approx(sigma / (s_max * np.sqrt(T)), rel=1e-12)
+    crb = sigma**2 * np.diag(np.linalg.inv(A.T @ A)) / T
+    assert r["dithering_mse_lower_bound"] == pytest.approx(crb.mean(), rel=1e-10)
+    assert r["dithering_sd_per_coordinate_min"] == pytest.approx(np.sqrt(crb.min()), rel=1e-10)
+    assert r["dithering_sd_per_coordinate_median"] == pytest.approx(np.median(np.sqrt(crb)), rel=1e-10)
+    assert r["dithering_sd_per_coordinate_max"] == pytest.approx(np.sqrt(crb.max()), rel=1e-10)
+    assert r["dithering_unidentifiable_coordinates"] == 0 and r["input_matrix_shape"] == (40, 16)
+    assert r["dithering_sd_floor"] < r["dithering_sd_per_coordinate_min"]  # the floor only needs the gain
+    assert r["dithering_sd_floor_source"].startswith("Chaudhuri et al. 2024")
+
+
+def test_dithering_from_the_gain_alone():
+    r = risk.assess_dithering(risk.DitheringQuery(feature_noise=0.5, gain=2.0, releases=9))
+    assert r["dithering_sd_floor"] == pytest.approx(0.5 / (2.0 * 3), rel=1e-12)
+    assert r["dithering_mse_lower_bound"] == pytest.approx(0.5**2 / (2.0**2 * 9), rel=1e-12)
+    assert not any(key.startswith("dithering_sd_per_coordinate") for key in r)
+    assert r["input_gain"] == 2.0 and r["input_matrix_shape"] is None and r["input_releases"] == 9
+    # the gain of a matrix gives the matrix's floor
+    A = _gaussian_matrix(30, 10, seed=2)
+    from_matrix = risk.assess_dithering(risk.DitheringQuery(feature_noise=0.5, matrix=A, releases=9))
+    from_gain = risk.assess_dithering(risk.DitheringQuery(feature_noise=0.5, gain=np.linalg.norm(A, 2), releases=9))
+    assert from_gain["dithering_sd_floor"] == pytest.approx(from_matrix["dithering_sd_floor"], rel=1e-12)
+    assert from_gain["dithering_mse_lower_bound"] <= from_matrix["dithering_mse_lower_bound"]
+
+
+def test_least_squares_attains_the_per_coordinate_bound():
+    A, sigma, T, draws = _gaussian_matrix(40, 16, seed=3), 0.4, 3, 4000
+    r = risk.assess_dithering(risk.DitheringQuery(feature_noise=sigma, matrix=A, releases=T))
+    bound = hcr.cramer_rao_bound(A, sigma / np.sqrt(T))
+    assert np.sqrt(bound.min()) == pytest.approx(r["dithering_sd_per_coordinate_min"], rel=1e-12)
+    assert np.sqrt(bound.max()) == pytest.approx(r["dithering_sd_per_coordinate_max"], rel=1e-12)
+    assert np.all(np.sqrt(bound) >= r["dithering_sd_floor"] * (1 - 1e-12))
+    rng = np.random.default_rng(4)
+    theta = rng.uniform(size=16)
+    releases = A @ theta + sigma * rng.normal(size=(draws, T, 40))
+    estimates = np.linalg.lstsq(A, releases.mean(axis=1).T, rcond=None)[0].T  # OLS: unbiased
+    variance = estimates.var(axis=0, ddof=1)
+    standard_error = bound * np.sqrt(2 / (draws - 1))
+    assert np.all(np.abs(variance - bound) < 5 * standard_error), np.max(np.abs(variance - bound) / standard_error)
+    assert np.all(np.abs(estimates.mean(axis=0) - theta) < 5 * np.sqrt(bound / draws))
+
+
+def test_rank_deficient_matrix_has_unidentifiable_coordinates():
+    wide = risk.assess_dithering(risk.DitheringQuery(feature_noise=0.3, matrix=_gaussian_matrix(8, 16, seed=5)))
+    assert wide["dithering_mse_lower_bound"] == np.inf and wide["dithering_unidentifiable_coordinates"] == 16
+    assert np.isfinite(wide["dithering_sd_floor"]) and wide["dithering_sd_per_coordinate_min"] == np.inf
+    # three unseen coordinates (zero columns): only they have no unbiased estimator
+    A = np.hstack([_gaussian_matrix(20, 7, seed=6), np.zeros((20, 3))])
+    r = risk.assess_dithering(risk.DitheringQuery(feature_noise=0.3, matrix=A, releases=2))
+    crb = 0.3**2 * np.diag(np.linalg.inv(A[:, :7].T @ A[:, :7])) / 2
+    assert r["dithering_unidentifiable_coordinates"] == 3 and r["dithering_mse_lower_bound"] == np.inf
+    assert r["dithering_sd_per_coordinate_min"] == pytest.approx(np.sqrt(crb.min()), rel=1e-10)
+    assert r["dithering_sd_per_coordinate_max"] == np.inf
+    report = risk.format_report(r)
+    assert re.search(r"dithering_mse_lower_bound\s+inf\s", report)
+    assert re.search(r"dithering_unidentifiable_coordinates\s+3\s", report) and "input_" not in report
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(gain=1.0, matrix=np.eye(3)), "exactly one of gain"), (dict(), "exactly one of gain"),
+    (dict(feature_noise=-0.1, gain=1.0), "feature_noise"), (dict(feature_noise=np.inf, gain=1.0), "feature_noise"),
+    (dict(gain=0.0), "gain"), (dict(gain=np.nan), "gain"), (dict(gain=1.0, releases=0), "releases"),
+    (dict(gain=1.0, releases=1.5), "releases"), (dict(matrix=np.array([[1.0, np.nan]])), "matrix"),
+    (dict(matrix=np.ones(4)), "matrix"), (dict(matrix=np.ones((0, 3))), "matrix"), (dict(matrix="abc"), "matrix"),
+])
+def test_bad_dithering_queries_raise_value_errors_naming_the_parameter(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        risk.DitheringQuery(**{"feature_noise": 0.3, **kwargs})
+
+
+def test_dithering_query_keeps_a_read_only_copy_of_the_matrix():
+    A = np.eye(3)
+    q = risk.DitheringQuery(feature_noise=1.0, matrix=A)
+    A[0, 0] = 100.0
+    assert q.matrix[0, 0] == 1.0 and not q.matrix.flags.writeable
+
+
+def test_cli_dithering_json_matches_assess(tmp_path, capsys):
+    A = _gaussian_matrix(12, 6, seed=7)
+    np.save(tmp_path / "A.npy", A)
+    assert cli.main(["dithering", "--feature-noise", "0.2", "--matrix", str(tmp_path / "A.npy"), "--releases", "5",
+                     "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    expected = risk.assess_dithering(risk.DitheringQuery(feature_noise=0.2, matrix=A, releases=5))
+    assert out.keys() == expected.keys() and out.pop("input_matrix_shape") == [12, 6]  # a tuple becomes a list
+    for key, value in out.items():
+        assert value == pytest.approx(expected[key], rel=1e-12) if isinstance(value, float) else value == expected[key]
+    assert cli.main(["dithering", "--feature-noise", "0.2", "--feature-gain", "4", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["dithering_sd_floor"] == pytest.approx(0.05, rel=1e-12) and out["input_gain"] == 4.0
+
+
+def test_cli_dithering_infinite_bounds_are_valid_json(tmp_path, capsys):
+    np.save(tmp_path / "wide.npy", _gaussian_matrix(4, 8, seed=8))
+    assert cli.main(["dithering", "--feature-noise", "1", "--matrix", str(tmp_path / "wide.npy"), "--json"]) == 0
+    text = capsys.readouterr().out
+    out = json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
+    assert out["dithering_mse_lower_bound"] == "inf" and float(out["dithering_sd_per_coordinate_max"]) == np.inf
+    assert cli.main(["dithering", "--feature-noise", "1", "--matrix", str(tmp_path / "wide.npy")]) == 0
+    assert re.search(r"dithering_mse_lower_bound\s+inf\s", capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--feature-noise", "0", "--feature-gain", "1"], "feature_noise"),
+    (["--feature-noise", "1", "--feature-gain", "-1"], "gain"),
+    (["--feature-noise", "1", "--feature-gain", "1", "--releases", "0"], "releases"),
+    (["--feature-noise", "1"], "--feature-gain"),
+    (["--feature-noise", "1", "--feature-gain", "1", "--matrix", "A.npy"], "not allowed with"),
+    (["--feature-noise", "1", "--matrix", "missing.npy"], "missing.npy"),
+    (["--feature-noise", "1", "--matrix", "not-an-array.npy"], "not-an-array.npy"),
+    (["--feature-noise", "1", "--matrix", "nan.npy"], "matrix must hold finite numbers"),
+])
+def test_cli_dithering_bad_input_exits_2_with_a_message_and_no_traceback(args, message, tmp_path, monkeypatch,
+                                                                         capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "not-an-array.npy").write_text("1 2\n3 4\n")
+    np.save(tmp_path / "nan.npy", np.array([[1.0, np.nan], [0.0, 1.0]]))
+    try:
+        code = cli.main(["dithering", *args])
+    except SystemExit as exit_:
+        code = exit_.code
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and "Traceback" not in err, err

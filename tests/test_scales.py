@@ -153,6 +153,7 @@ def test_hcr_scales_resolve_offline_below_paper(scale):
 @pytest.mark.parametrize("overrides, match", [
     (dict(gray_data="fashion"), "gray_data"), (dict(colour_data="svhn"), "colour_data"),
     (dict(gray_kappa=-1.0), "gray_kappa"), (dict(colour_kappa=0.0), "colour_kappa"),
+    (dict(gray_cnn_kappa=float("nan")), "gray_cnn_kappa"), (dict(gray_cnn_examples=1), "gray_cnn_examples"),
     (dict(gray_examples=1), "gray_examples"), (dict(num_restarts=0), "num_restarts"),
     (dict(power_iterations=()), "power_iterations"), (dict(power_iterations=(0,)), "power_iterations"),
     (dict(gray_diffdivs=(-200.0,)), "gray_diffdivs"), (dict(gray_low_freq=9), "gray_low_freq"),
