@@ -349,3 +349,46 @@ def test_code_tolerance_is_the_minimum_over_the_examples_of_a_solve():
     single = hcr.hcr_bound(fm, x, 1.0, generator=torch.Generator().manual_seed(0), solve="per_example", **kw)
     assert single.lsqr_iterations.sum() >= joint.lsqr_iterations.sum()
     assert np.all(np.isfinite(joint.bound_dct)) and np.all(joint.bound_dct > 0)
+
+
+# where the bound is infinite: the rank of the Jacobian [ours, spec section 7 item 10]
+
+def test_feature_jacobians_of_a_linear_map_are_its_matrix():
+    A = torch.randn(5, 12, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    x = torch.randn(3, 1, 3, 4, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    J = hcr.feature_jacobians(lambda t: t.flatten(1) @ A.T, x)
+    assert J.shape == (3, 5, 12)
+    torch.testing.assert_close(J, A.expand(3, 5, 12), rtol=0, atol=0)
+
+
+def test_jacobian_rank_of_a_known_rank_map_and_its_null_direction():
+    rng = np.random.default_rng(2)
+    p, r = 10, 6
+    A = torch.tensor(rng.normal(size=(8, r)) @ rng.normal(size=(r, p)))  # rank 6 < p = 10
+    feature_map = lambda t: t.flatten(1) @ A.T  # noqa: E731
+    x = torch.tensor(rng.normal(size=(5, p)))
+    D = hcr.dct_matrix((2, 5))
+    got = hcr.jacobian_rank(feature_map, x, directions=D, chunk_size=2)  # chunks of 2, 2 and 1
+    assert got.rank.tolist() == [r] * 5 and np.all(got.gap < 1e-12)
+    expected = np.isinf(hcr.cramer_rao_bound(A.numpy(), 1.0, D, rcond=1e-6)).sum()
+    assert got.unidentifiable.tolist() == [expected] * 5 and expected > 0
+    v = got.null_direction[0]
+    assert np.linalg.norm(v) == pytest.approx(1.0) and np.linalg.norm(A.numpy() @ v) < 1e-12
+    full = hcr.jacobian_rank(lambda t: t.flatten(1) @ torch.eye(p, dtype=torch.float64), x)
+    assert full.rank.tolist() == [p] * 5 and full.unidentifiable.tolist() == [0] * 5
+    assert full.null_direction == [None] * 5
+
+
+def test_jacobian_rank_of_a_relu_layer_counts_its_active_units():
+    W = torch.randn(20, 16, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    x = torch.randn(4, 16, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    got = hcr.jacobian_rank(lambda t: torch.relu(t @ W.T), x)
+    active = (x @ W.T > 0).sum(1)  # the rows of J that are not zero; generic W: rank = min(active, p)
+    assert got.rank.tolist() == torch.clamp(active, max=16).tolist()
+
+
+@pytest.mark.parametrize("kwargs, match", [(dict(rcond=0.0), "rcond"), (dict(chunk_size=0), "chunk_size"),
+                                           (dict(directions=np.eye(3)), "directions")])
+def test_jacobian_rank_rejects_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        hcr.jacobian_rank(lambda t: t.flatten(1), torch.zeros(2, 4), **kwargs)

@@ -40,6 +40,7 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
+from compendium.bounds.hcr import feature_jacobians
 from compendium.models.classifiers import init_parameters
 from compendium.scales import resolve_device
 
@@ -199,16 +200,6 @@ def invert_by_optimisation(feature_map: FeatureMap, observed: torch.Tensor, x_in
 # ---------------------------------------------------------------------------------------------------------------
 # the linearised (Gauss-Newton) estimator
 # ---------------------------------------------------------------------------------------------------------------
-def _jacobians(feature_map: FeatureMap, points: torch.Tensor) -> torch.Tensor:
-    """Per-example Jacobians ``(b, n, p)`` of the flattened feature map at each row of ``points``."""
-
-    def single(t: torch.Tensor) -> torch.Tensor:
-        return feature_map(t.unsqueeze(0)).reshape(-1)
-
-    jac = torch.func.vmap(torch.func.jacrev(single))(points)
-    return jac.reshape(points.shape[0], -1, points[0].numel())
-
-
 def linearised_estimator(feature_map: FeatureMap, observed: torch.Tensor, x0: torch.Tensor,
                          rcond: float | None = None, iterations: int = 1, chunk_size: int = 64) -> torch.Tensor:
     """The linearised (Gauss-Newton) least-squares estimator ``x_hat = x0 + J^+ (X - a(x0))``, per example.
@@ -261,7 +252,7 @@ def linearised_estimator(feature_map: FeatureMap, observed: torch.Tensor, x0: to
     for _ in range(iterations):
         if x.shape[0] == 1:
             # one linearisation point shared by every example: one Jacobian, one pseudo-inverse
-            J_pinv = pinv(_jacobians(feature_map, x)[0])                                  # (p, n)
+            J_pinv = pinv(feature_jacobians(feature_map, x)[0])                           # (p, n)
             with torch.no_grad():
                 resid = flat_obs - feature_map(x).reshape(1, -1)                          # (B, n)
             x = (x.reshape(1, -1) + resid @ J_pinv.T).reshape(batch, *shape)
@@ -269,7 +260,7 @@ def linearised_estimator(feature_map: FeatureMap, observed: torch.Tensor, x0: to
         out = torch.empty_like(x)
         for start in range(0, batch, chunk_size):
             xc = x[start:start + chunk_size]
-            J_pinv = pinv(_jacobians(feature_map, xc))                                     # (b, p, n)
+            J_pinv = pinv(feature_jacobians(feature_map, xc))                              # (b, p, n)
             with torch.no_grad():
                 resid = flat_obs[start:start + chunk_size] - feature_map(xc).reshape(xc.shape[0], -1)
             step = (J_pinv @ resid.unsqueeze(-1)).squeeze(-1)

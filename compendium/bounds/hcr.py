@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import scipy.fft
@@ -184,6 +185,65 @@ def cramer_rao_bound(J, sigma, directions=None, rcond: float = 1e-12):
     out = s**2 * np.sum((coef[:, :r] / sv[:r]) ** 2, axis=1)
     null = np.linalg.norm(coef[:, r:], axis=1) > 1e-9 * np.maximum(np.linalg.norm(D, axis=1), 1e-300)
     return np.where(null, np.inf, out)
+
+
+def feature_jacobians(feature_map, points: torch.Tensor) -> torch.Tensor:
+    """Per-example Jacobians ``(b, n, p)`` of the flattened feature map at each row of ``points`` (shape
+    ``(b, *input_shape)``), through ``torch.func.vmap(torch.func.jacrev)``: the ``J`` of eqs. (13)-(18)."""
+
+    def single(t: torch.Tensor) -> torch.Tensor:
+        return feature_map(t.unsqueeze(0)).reshape(-1)
+
+    jac = torch.func.vmap(torch.func.jacrev(single))(points)
+    return jac.reshape(points.shape[0], -1, points[0].numel())
+
+
+class JacobianRank(NamedTuple):
+    """Per example: ``rank`` of ``J``; ``gap``, its largest discarded singular value over its largest (how cleanly
+    the zero singular values separate); ``unidentifiable``, how many of the requested functionals have a component in
+    the null space of ``J`` (an infinite Cramer-Rao bound: no unbiased estimator of them exists); ``null_direction``,
+    a unit input direction ``v`` with ``J v = 0`` (the last right singular vector; ``None`` where ``J`` has full
+    column rank)."""
+
+    rank: np.ndarray
+    gap: np.ndarray
+    unidentifiable: np.ndarray
+    null_direction: list
+
+
+def jacobian_rank(feature_map, x: torch.Tensor, directions=None, rcond: float = 1e-6,
+                  chunk_size: int = 8) -> JacobianRank:
+    """*[ours]* Where the HCR bound is infinite (spec section 7 item 10): the numerical rank of the feature map's
+    Jacobian at each input, from its singular values ``s`` (rank = number of ``s > rcond * s_max``).
+
+    A functional ``d^T theta`` (a row of ``directions``, default the coordinates; the rows of :func:`dct_matrix` for
+    the DCT modes) with a component outside the row space of ``J`` has an infinite Cramer-Rao bound, the same test
+    as :func:`cramer_rao_bound` with this ``rcond``; for a piecewise-linear (ReLU) map a small step along a null
+    direction leaves the features exactly unchanged, so the HCR bound (5) itself is unbounded there.
+
+    ``x`` has shape ``(b, *input_shape)``; the Jacobians are formed ``chunk_size`` examples at a time (memory
+    ``chunk_size * n * p`` values) in ``x``'s dtype, on ``x``'s device; use a float64 copy of the map
+    (:func:`float64_copy`) for a clean gap.
+    """
+    _check_positive_int("chunk_size", chunk_size)
+    if not 0 < rcond < 1:
+        raise ValueError(f"rcond must be in (0, 1); got {rcond!r}")
+    p = x[0].numel()
+    D = np.eye(p) if directions is None else np.asarray(directions, dtype=float)
+    if D.ndim != 2 or D.shape[1] != p:
+        raise ValueError(f"directions must have shape (m, {p}); got {D.shape}")
+    ranks, gaps, unidentifiable, null_directions = [], [], [], []
+    for start in range(0, x.shape[0], chunk_size):
+        J = feature_jacobians(feature_map, x[start:start + chunk_size]).detach().double().cpu().numpy()
+        _, sv, Vt = np.linalg.svd(J, full_matrices=True)                      # batched over the chunk
+        for s_b, Vt_b in zip(sv, Vt):
+            r = int(np.sum(s_b > rcond * s_b[0]))
+            ranks.append(r)
+            gaps.append(float(np.max(s_b[r:], initial=0.0) / s_b[0]))
+            null_part = np.linalg.norm(D @ Vt_b[r:].T, axis=1)
+            unidentifiable.append(int(np.sum(null_part > 1e-9 * np.linalg.norm(D, axis=1))))
+            null_directions.append(Vt_b[-1] if r < p else None)
+    return JacobianRank(np.array(ranks), np.array(gaps), np.array(unidentifiable), null_directions)
 
 
 def crb_direction(J, k: int):
