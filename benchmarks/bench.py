@@ -16,7 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from compendium import book, scales
+from compendium import book, chapters
+from compendium.base import repository_root
+from compendium.chapters import hcr as hcr_chapter
 
 TEST_BUDGET_S = 600
 BOOK_BUDGET_S = 1800
@@ -41,7 +43,7 @@ def hcr_seconds_per_example(scale: str = "book") -> tuple[float, int]:
     from compendium import data, models, train
     from compendium.bounds import hcr
 
-    cfg = scales.hcr(scale, device="cpu")
+    cfg = hcr_chapter.settings(scale, device="cpu")
     (x_train, y_train), (x_test, _) = data.digits("train", cfg.seed), data.digits("test", cfg.seed)
     mean, sd = float(x_train.mean()), float(x_train.std())
     model = models.MnistMLP(1, 8, 10, hidden=cfg.gray_hidden, generator=torch.Generator().manual_seed(cfg.seed))
@@ -62,21 +64,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scales", default="ci,book", help="comma-separated scales to time each chapter at")
     args = parser.parse_args(argv)
     try:
-        chosen = [scales.check_scale(s) for s in args.scales.split(",")]
+        chosen = [chapters.check_scale(s) for s in args.scales.split(",")]
     except ValueError as err:
         parser.error(str(err))
 
     rows: list[tuple[str, float, int | None, bool]] = []  # (what, seconds, budget, succeeded)
     if not args.skip_tests:
         command = [sys.executable, "-m", "pytest", "-q"]
-        seconds, ok = timed(lambda: subprocess.run(command, cwd=scales.repository_root()).returncode == 0)
+        seconds, ok = timed(lambda: subprocess.run(command, cwd=repository_root()).returncode == 0)
         rows.append(("test suite", seconds, TEST_BUDGET_S, ok))
     for scale in chosen:
         seconds, images = hcr_seconds_per_example(scale)
         rows.append((f"HCR bound per image @ {scale} ({images} images)", seconds, None, True))
     with tempfile.TemporaryDirectory() as tmp:
         for scale in chosen:
-            for key in scales.CHAPTERS:
+            for key in chapters.registry():
                 run = functools.partial(book.execute_chapter, key, scale=scale, out_dir=Path(tmp) / scale, force=True)
                 seconds, ok = timed(run)
                 rows.append((f"chapter {key} @ {scale}", seconds, None, ok))

@@ -25,7 +25,8 @@ import nbformat
 import papermill
 
 import compendium
-from compendium import scales
+from compendium import chapters
+from compendium.base import repository_root, resolve_device
 
 KERNEL = "python3"
 METADATA_KEY = "compendium"  # executed notebooks carry {"cache_key", "parameters", "version"} under this key
@@ -41,7 +42,7 @@ class BookBuildError(RuntimeError):
 
 def _absolute(path: Path | str) -> Path:
     path = Path(path)
-    return path if path.is_absolute() else scales.repository_root() / path
+    return path if path.is_absolute() else repository_root() / path
 
 
 def package_digest() -> str:
@@ -123,8 +124,8 @@ def execute_notebook(
 
 
 def _check_run(scale: str, device: str, seed: int) -> None:
-    scales.check_scale(scale)
-    scales.resolve_device(device)
+    chapters.check_scale(scale)
+    resolve_device(device)
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed must be an integer >= 0; got {seed!r}")
 
@@ -145,7 +146,7 @@ def execute_chapter(
     Skips the execution when the output already holds the result for the same notebook, parameters and package
     (see :func:`cache_key`), unless ``force``.
     """
-    chapter = scales.chapter(key)
+    chapter = chapters.chapter(key)
     _check_run(scale, device, seed)
     extra = dict(extra_parameters or {})
     clash = sorted({"scale", "device", "seed"} & set(extra))
@@ -163,11 +164,11 @@ def stage_book(executed_dir: Path, stage_dir: Path) -> Path:
 
     ``stage_dir`` is emptied first.  Returns it.
     """
-    root = scales.repository_root()
+    root = repository_root()
     executed_dir, stage_dir = _absolute(executed_dir), _absolute(stage_dir)
     if stage_dir == root or stage_dir in root.parents:
         raise ValueError(f"stage_dir={str(stage_dir)!r} would hold the repository; use a folder such as _build/stage")
-    missing = [c.notebook for c in scales.CHAPTERS.values() if not (executed_dir / c.notebook).is_file()]
+    missing = [c.notebook for c in chapters.registry().values() if not (executed_dir / c.notebook).is_file()]
     if missing:
         raise FileNotFoundError(f"no executed notebook in {executed_dir} for {missing}; run execute_chapter first")
 
@@ -176,7 +177,7 @@ def stage_book(executed_dir: Path, stage_dir: Path) -> Path:
     for name in ("_config.yml", "_toc.yml"):
         shutil.copy2(root / name, stage_dir / name)
     shutil.copytree(root / "book", stage_dir / "book", ignore=shutil.ignore_patterns(".ipynb_checkpoints", "_build"))
-    for c in scales.CHAPTERS.values():
+    for c in chapters.registry().values():
         (stage_dir / c.notebook).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(executed_dir / c.notebook, stage_dir / c.notebook)
     return stage_dir
@@ -190,7 +191,7 @@ def build_book(
     Returns that folder."""
     _check_run(scale, device, seed)
     out = _absolute(out)
-    for key in scales.CHAPTERS:
+    for key in chapters.registry():
         execute_chapter(key, scale=scale, device=device, seed=seed, out_dir=out / "executed", force=force)
     stage = stage_book(out / "executed", out / "stage")
 

@@ -16,6 +16,18 @@ def mean_se(sample, axis=0):
     return x.mean(axis), x.std(axis, ddof=1) / np.sqrt(x.shape[axis])
 
 
+def variance_se(variance, n):
+    """Standard error of a sample variance of ``n`` Gaussian draws, ``variance * sqrt(2 / n)`` (its exact standard
+    deviation is ``sigma^2 sqrt(2 / (n - 1))``; pass ``n - 1`` for that)."""
+    return np.asarray(variance, float) * np.sqrt(2 / np.asarray(n, float))
+
+
+def proportion_se(p, n):
+    """Standard error of a proportion ``p`` estimated from ``n`` Bernoulli draws, ``sqrt(p (1 - p) / n)``."""
+    p = np.asarray(p, float)
+    return np.sqrt(p * (1 - p) / np.asarray(n, float))
+
+
 def assert_close(empirical, theory, se, k: float = 5.0, rtol: float = 0.0, what: str = "value") -> str:
     """``|empirical - theory| <= k * se + rtol * |theory|`` elementwise."""
     empirical, theory, se = (np.asarray(v, float) for v in (empirical, theory, se))

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from compendium import book, scales
+from compendium import book, chapters
+from compendium.base import resolve_device
 
 
 def _seed(text: str) -> int:
@@ -32,14 +33,23 @@ def _seed(text: str) -> int:
 
 def _device(text: str) -> str:
     try:
-        scales.resolve_device(text)
+        resolve_device(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from err
     return text
 
 
+def _chapter(text: str) -> str:
+    # Resolved lazily (not as argparse choices): the registry reads the repository's _toc.yml, which only the
+    # book's commands need; the calculator works from any installation.
+    try:
+        return chapters.chapter(text).key
+    except (ValueError, RuntimeError, OSError) as err:
+        raise argparse.ArgumentTypeError(str(err)) from err
+
+
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--scale", default="book", choices=scales.SCALES,
+    parser.add_argument("--scale", default="book", choices=chapters.SCALES,
                         help="ci: seconds on a CPU (tests); book: the rendered book (default); "
                              "paper: the papers' settings, for a GPU")
     parser.add_argument("--device", default="auto", type=_device, choices=("auto", "cpu", "cuda"),
@@ -58,8 +68,8 @@ def _parser() -> argparse.ArgumentParser:
     build.set_defaults(action=_build)
 
     run = commands.add_parser("run", help="re-execute one chapter notebook and print where the result is")
-    run.add_argument("chapter", choices=tuple(scales.CHAPTERS), metavar="CHAPTER",
-                     help=f"one of: {', '.join(scales.CHAPTERS)}")
+    run.add_argument("chapter", type=_chapter, metavar="CHAPTER",
+                     help="a chapter's key: the name of its notebook in notebooks/ (e.g. ziller2024)")
     _add_run_options(run)
     run.add_argument("--output", type=Path, default=None,
                      help="path of the executed notebook (default: _build/executed/<notebook path>)")

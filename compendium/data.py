@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from compendium.base import repository_root
+
 # Bundled in the scikit-image wheel (no download): NASA public domain or CC0.
 PHOTO_NAMES = ("astronaut", "chelsea", "coffee", "rocket", "hubble_deep_field", "immunohistochemistry", "retina")
 # What the ImageNet readers accept as an image (TorchVision ImageFolder's list; compared in lower case).
@@ -160,8 +162,6 @@ def imagenet_val_images(folder: str | Path, n: int, transform,
         raise ValueError(f"transform must be a callable from a PIL image to a tensor; got {type(transform).__name__}")
     root = Path(folder)
     if not root.is_absolute():
-        from compendium.scales import repository_root
-
         root = repository_root() / root
     files, labels, classes = _imagenet_files(root)
     if len(files) < n:
@@ -197,8 +197,6 @@ def chapter_images(source: str, n: int, resolution: int, seed: int = 0,
     if source == "photos":
         return photo_crops(n, resolution, seed)
     if source == "imagenet":
-        from compendium.scales import repository_root
-
         folder = Path(imagenet_dir if imagenet_dir is not None else "data/imagenet-val")
         return imagenet_folder(folder if folder.is_absolute() else repository_root() / folder, n, resolution)
     raise ValueError(f"source={source!r}; allowed: 'photos', 'imagenet'")

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 import torch
 import torch.nn.functional as F
 
@@ -186,3 +188,13 @@ def lpips_status(net: str = "alex") -> tuple[bool, str]:
 
 
 ALL = {"MSE": mse, "PSNR": psnr, "NCC": ncc, "NMI": nmi, "SSIM": ssim}
+
+
+def score(x: torch.Tensor, y: torch.Tensor, *, lpips_net: str | None = None) -> dict[str, np.ndarray]:
+    """Every metric of :data:`ALL` for a batch of reconstructions ``y`` of ``x``, one array per metric (one value
+    per sample, on the CPU), plus ``"LPIPS"`` (``y`` clamped to [0, 1]) when ``lpips_net`` (``"alex"`` or ``"vgg"``)
+    is given.  Put it in a ``pandas.DataFrame`` to get one row per reconstruction."""
+    row = {name: metric(x, y).cpu().numpy() for name, metric in ALL.items()}
+    if lpips_net is not None:
+        row["LPIPS"] = lpips(x, y.clamp(0, 1), net=lpips_net).cpu().numpy()
+    return row

@@ -102,7 +102,7 @@ def assess(query: RiskQuery) -> dict:
         out["psnr_upper_bound_corrected_db"] = out["psnr_upper_bound_db"] + float(zb.psnr_jensen_gap(N))
         out["psnr_upper_bound_corrected_db_source"] = f"{ZILLER}, eq. (6) + Jensen gap Delta_N (the book's correction)"
     else:
-        out["expected_mse_lower_bound"] = float(mte.expected_mse(sigma, m, T))
+        out["expected_mse_lower_bound"] = float(mte.expected_mse(sigma=sigma, norm=m, T=T))
         out["expected_mse_lower_bound_source"] = f"{MTE}, Prop. 2 eq. (21) at the smallest norm, with Prop. 7"
         out["psnr_upper_bound_db"] = float(mte.psnr_mean(N, sigma, m, q.data_range, T))
         out["psnr_upper_bound_db_source"] = f"{MTE}, exact mean of the PSNR law (Prop. 4) at the smallest norm"
@@ -139,8 +139,8 @@ def assess(query: RiskQuery) -> dict:
 
 def _mse_probability(eta: float, q: RiskQuery) -> float:
     if q.min_norm is None:
-        return zb.rero_gamma_mse(eta, q.dim, q.clip, q.noise_multiplier, q.steps)
-    return mte.rero_gamma_mse(eta, q.dim, q.noise_multiplier, q.min_norm, q.steps)
+        return zb.rero_gamma_mse(eta, N=q.dim, C=q.clip, sigma=q.noise_multiplier, T=q.steps)
+    return mte.rero_gamma_mse(eta, N=q.dim, sigma=q.noise_multiplier, min_norm=q.min_norm, T=q.steps)
 
 
 def minimal_noise_multiplier(target_probability: float, eta_mse: float, dim: int, clip: float, steps: int = 1,

@@ -1,7 +1,9 @@
 """Device-agnostic training and evaluation of the project's classifiers, with tqdm progress bars.
 
-:func:`train_classifier` is the paper's recipe by default (HCR chapter, spec E1/E2: AdamW, lr 1e-3, default betas,
-weight decay 0.01, batch 32, cross-entropy, no augmentation); :func:`accuracy` evaluates a classifier, optionally
+:func:`fit` is the project's one training loop (shuffled mini-batches, optimiser, progress bar, loss history);
+every network the project trains goes through it.  :func:`train_classifier` uses it with cross-entropy and, by
+default, the HCR paper's recipe (Chaudhuri et al. 2024, Sec. 3: AdamW, lr 1e-3, batches of 32; PyTorch's default
+betas and weight decay 0.01; no augmentation); :func:`accuracy` evaluates a classifier, optionally
 on dithered features (Gaussian noise of standard deviation ``feature_noise`` added to ``model.features(x)`` before
 ``model.head``), and :func:`feature_rms` gives the RMS feature entry that the paper's noise level is a multiple of
 (:math:`\\sigma = \\kappa\\,\\mathrm{RMS}`).
@@ -12,13 +14,14 @@ and moved to the device, so results do not depend on the device's random stream.
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from typing import Callable, Iterable
 
 import torch
 from torch import nn
 from tqdm import tqdm
 
-from compendium.scales import resolve_device
+from compendium import validation
+from compendium.base import resolve_device
 
 OPTIMIZERS = ("adamw", "adam", "sgd")
 
@@ -46,6 +49,94 @@ def _make_optimizer(optimizer: str, params, lr: float, weight_decay: float | Non
     return torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=0.0 if weight_decay is None else weight_decay)
 
 
+#: What a loss function given to :func:`fit` returns for one batch: the loss (a scalar tensor, the batch mean), or
+#: the loss and a dict of per-batch counts (e.g. ``{"accuracy": number correct}``) that :func:`fit` sums over the
+#: epoch and divides by the number of examples seen.
+LossFunction = Callable[[nn.Module, tuple], "torch.Tensor | tuple[torch.Tensor, dict[str, float]]"]
+
+
+def fit(model: nn.Module, loss_fn: LossFunction, data, *, epochs: int, optimizer: str = "adamw", lr: float = 1e-3,
+        weight_decay: float | None = None, momentum: float = 0.9, batch_size: int = 32,
+        generator: torch.Generator | None = None, device: str = "auto", progress: bool = True,
+        desc: str = "training") -> dict[str, list[float]]:
+    """The project's one training loop: train ``model`` in place for ``epochs`` epochs and return its history.
+
+    ``data`` is either a tuple of tensors with the same leading size ``B`` (images and labels; features and target
+    images; ...), shuffled every epoch with ``torch.randperm`` drawn from ``generator`` (on the generator's device)
+    and cut into batches of ``batch_size`` (the last one may be smaller), or any iterable of such tuples, e.g. a
+    ``DataLoader`` (which shuffles itself; ``batch_size`` and ``generator`` are then unused).  Each batch is moved to
+    ``device`` (``"auto"``: CUDA when available), and ``loss_fn(model, batch)`` gives its loss (see
+    :data:`LossFunction`); a loss function that needs randomness (fresh noise every batch) draws it from the same
+    generator, after the epoch's permutation, so a run is reproducible from the generator alone.  ``optimizer`` is
+    ``"adamw"`` (``weight_decay`` defaults to 0.01, as in PyTorch), ``"adam"`` or ``"sgd"`` (with ``momentum``; both
+    with ``weight_decay`` defaulting to 0).  The model is left on ``device`` in ``train()`` mode.
+
+    Returns ``{"loss": [...], <count>: [...]}``: per epoch, the mean loss over the examples as they were seen (while
+    the weights changed), and every count of the loss function per example.
+    """
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model={type(model).__name__}; allowed: a torch.nn.Module")
+    validation.integer("epochs", epochs)
+    lr = validation.positive("lr", lr)
+    validation.choice("optimizer", optimizer, OPTIMIZERS)
+    validation.integer("batch_size", batch_size)
+    if weight_decay is not None:
+        validation.number("weight_decay", weight_decay, at_least=0.0)
+    validation.number("momentum", momentum, at_least=0.0, below=1.0)
+    validation.generator("generator", generator)
+    tensors = isinstance(data, (tuple, list)) and len(data) > 0 and all(isinstance(t, torch.Tensor) for t in data)
+    if tensors:
+        size = data[0].shape[0] if data[0].ndim else 0
+        if size == 0 or any(t.ndim == 0 or t.shape[0] != size for t in data):
+            raise ValueError(f"data has leading sizes {[tuple(t.shape[:1]) for t in data]}; allowed: tensors with "
+                             "the same leading size B >= 1")
+    elif not hasattr(data, "__iter__"):
+        raise ValueError(f"data={type(data).__name__}; allowed: a tuple of tensors or an iterable of such batches")
+    dev = resolve_device(device)
+    if tensors and generator is None:
+        generator = torch.Generator()
+        generator.seed()
+
+    model.to(dev)
+    model.train()
+    opt = _make_optimizer(optimizer, model.parameters(), lr, weight_decay, momentum)
+
+    def batches():
+        if not tensors:
+            yield from data
+            return
+        perm = torch.randperm(size, generator=generator, device=generator.device)
+        for start in range(0, size, batch_size):
+            idx = perm[start:start + batch_size].to(data[0].device)
+            yield tuple(t[idx] for t in data)
+
+    n_batches = math.ceil(size / batch_size) if tensors else (len(data) if hasattr(data, "__len__") else None)
+    history: dict[str, list[float]] = {"loss": []}
+    bar = tqdm(range(epochs), desc=desc, unit="epoch", disable=not progress)
+    for epoch in bar:
+        total_loss, counts, seen = 0.0, {}, 0
+        for batch in tqdm(batches(), total=n_batches, desc=f"epoch {epoch + 1}/{epochs}", unit="batch",
+                          leave=False, disable=not progress):
+            batch = tuple(t.to(dev, non_blocking=True) for t in batch)
+            opt.zero_grad(set_to_none=True)
+            out = loss_fn(model, batch)
+            loss, batch_counts = out if isinstance(out, tuple) else (out, {})
+            loss.backward()
+            opt.step()
+            n = batch[0].shape[0]
+            total_loss += loss.item() * n
+            for name, value in batch_counts.items():
+                counts[name] = counts.get(name, 0) + value
+            seen += n
+        if seen == 0:
+            raise ValueError("data yielded no batches; it must hold at least one batch")
+        history["loss"].append(total_loss / seen)
+        for name, value in counts.items():
+            history.setdefault(name, []).append(value / seen)
+        bar.set_postfix({name: f"{values[-1]:.4g}" for name, values in history.items()})
+    return history
+
+
 def train_classifier(model: nn.Module,
                      data: tuple[torch.Tensor, torch.Tensor] | Iterable,
                      epochs: int,
@@ -57,83 +148,24 @@ def train_classifier(model: nn.Module,
                      batch_size: int = 32,
                      weight_decay: float | None = None,
                      momentum: float = 0.9) -> dict[str, list[float]]:
-    """Train ``model`` in place with cross-entropy for ``epochs`` epochs and return its history.
+    """Train ``model`` in place with cross-entropy for ``epochs`` epochs through :func:`fit` and return its history.
 
-    ``data`` is either an ``(images, labels)`` pair of tensors, shuffled every epoch with ``torch.randperm`` drawn
-    from ``generator`` and cut into batches of ``batch_size`` (the last one may be smaller), or any iterable of
-    ``(images, labels)`` batches such as a ``DataLoader`` (which then does its own shuffling: give it a
-    ``generator=`` for determinism; ``batch_size`` and ``generator`` are then unused).  ``optimizer`` is
-    ``"adamw"`` (the paper's; ``weight_decay`` defaults to 0.01 as in PyTorch), ``"adam"`` or ``"sgd"`` (with
-    ``momentum``; both with ``weight_decay`` defaulting to 0).  The model is moved to ``device`` (``"auto"``: CUDA
-    when available) and left there, in ``train()`` mode.
-
-    Returns ``{"loss": [...], "accuracy": [...]}``: per epoch, the mean training loss and the training accuracy
-    over the batches as they were seen (while the weights changed).
+    ``data`` is an ``(images, labels)`` pair of tensors or an iterable of such batches (see :func:`fit`, which also
+    describes the optimiser and device arguments).  Returns ``{"loss": [...], "accuracy": [...]}``: per epoch, the
+    mean training loss and the training accuracy over the batches as they were seen (while the weights changed).
     """
-    if not isinstance(model, nn.Module):
-        raise ValueError(f"model must be a torch.nn.Module; got {type(model).__name__}")
-    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
-        raise ValueError(f"epochs={epochs!r}; allowed: an integer >= 1")
-    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
-        raise ValueError(f"lr={lr!r}; allowed: a finite number > 0")
-    if optimizer not in OPTIMIZERS:
-        raise ValueError(f"optimizer={optimizer!r}; allowed: {', '.join(map(repr, OPTIMIZERS))}")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size={batch_size!r}; allowed: an integer >= 1")
-    if weight_decay is not None and not (math.isfinite(weight_decay) and weight_decay >= 0):
-        raise ValueError(f"weight_decay={weight_decay!r}; allowed: None or a finite number >= 0")
-    if not (math.isfinite(momentum) and 0 <= momentum < 1):
-        raise ValueError(f"momentum={momentum!r}; allowed: 0 <= momentum < 1")
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise ValueError(f"generator must be a torch.Generator or None; got {type(generator).__name__}")
-    tensors = isinstance(data, (tuple, list)) and len(data) == 2 and isinstance(data[0], torch.Tensor)
-    if tensors:
-        x_all, y_all = data
-        _check_xy(x_all, y_all)
-    elif not hasattr(data, "__iter__"):
-        raise ValueError(f"data must be an (images, labels) pair of tensors or an iterable of such batches; got "
-                         f"{type(data).__name__}")
-    dev = resolve_device(device)
-    if tensors and generator is None:
-        generator = torch.Generator()
-        generator.seed()
+    if isinstance(data, (tuple, list)) and len(data) == 2 and isinstance(data[0], torch.Tensor):
+        _check_xy(*data)
+    cross_entropy = nn.CrossEntropyLoss()
 
-    model.to(dev)
-    model.train()
-    opt = _make_optimizer(optimizer, model.parameters(), float(lr), weight_decay, momentum)
-    loss_fn = nn.CrossEntropyLoss()
-    history: dict[str, list[float]] = {"loss": [], "accuracy": []}
+    def loss_fn(net: nn.Module, batch: tuple) -> tuple[torch.Tensor, dict[str, int]]:
+        xb, yb = batch
+        logits = net(xb)
+        return cross_entropy(logits, yb), {"accuracy": int((logits.argmax(1) == yb).sum())}
 
-    def batches():
-        if not tensors:
-            yield from data
-            return
-        perm = torch.randperm(x_all.shape[0], generator=generator, device=generator.device)
-        for start in range(0, x_all.shape[0], batch_size):
-            idx = perm[start:start + batch_size].to(x_all.device)
-            yield x_all[idx], y_all[idx]
-
-    n_batches = math.ceil(x_all.shape[0] / batch_size) if tensors else (len(data) if hasattr(data, "__len__")
-                                                                         else None)
-    bar = tqdm(range(epochs), desc="training", unit="epoch", disable=not progress)
-    for epoch in bar:
-        total_loss, correct, seen = 0.0, 0, 0
-        for xb, yb in tqdm(batches(), total=n_batches, desc=f"epoch {epoch + 1}/{epochs}", unit="batch",
-                           leave=False, disable=not progress):
-            xb, yb = xb.to(dev, non_blocking=True), yb.to(dev, non_blocking=True)
-            opt.zero_grad(set_to_none=True)
-            logits = model(xb)
-            loss = loss_fn(logits, yb)
-            loss.backward()
-            opt.step()
-            total_loss += loss.item() * yb.shape[0]
-            correct += int((logits.argmax(1) == yb).sum())
-            seen += yb.shape[0]
-        if seen == 0:
-            raise ValueError("data yielded no batches; it must hold at least one (images, labels) batch")
-        history["loss"].append(total_loss / seen)
-        history["accuracy"].append(correct / seen)
-        bar.set_postfix(loss=f"{history['loss'][-1]:.4f}", acc=f"{history['accuracy'][-1]:.3f}")
+    history = fit(model, loss_fn, data, epochs=epochs, optimizer=optimizer, lr=lr, weight_decay=weight_decay,
+                  momentum=momentum, batch_size=batch_size, generator=generator, device=device, progress=progress)
+    history.setdefault("accuracy", [])
     return history
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from compendium import book, scales
+from compendium import book, chapters
 
 
 @pytest.fixture(scope="session")
@@ -21,7 +21,7 @@ def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def executed_notebooks(build_dir: Path) -> dict[str, Path]:
     """Chapter key -> its notebook executed at ``ci`` scale."""
-    return {key: book.execute_chapter(key, scale="ci", out_dir=build_dir / "executed") for key in scales.CHAPTERS}
+    return {key: book.execute_chapter(key, scale="ci", out_dir=build_dir / "executed") for key in chapters.registry()}
 
 
 @pytest.fixture(scope="session")

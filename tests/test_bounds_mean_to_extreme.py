@@ -101,15 +101,15 @@ def test_r3_theorem2_cdf(N):
             assert v == 0.0 or v < 1e-307
         else:
             assert _printed(v, text), (v, text)
-    assert np.allclose(mte.rero_gamma_mse(eta, N, 1.0, 1.0), got, rtol=0, atol=0)
-    assert np.allclose(mte.mse_distribution(N, 1.0, 1.0).cdf(eta), got, rtol=1e-10, atol=1e-300)
+    assert np.allclose(mte.rero_gamma_mse(eta, N=N, sigma=1.0, min_norm=1.0), got, rtol=0, atol=0)
+    assert np.allclose(mte.mse_distribution(N=N, sigma=1.0, norm=1.0).cdf(eta), got, rtol=1e-10, atol=1e-300)
 
 
 def test_r3_imagenet_scale_and_small_n():
     N, sigma, norm = 150528, 5e-4, 200.0
-    E = mte.expected_mse(sigma, norm)
+    E = mte.expected_mse(sigma=sigma, norm=norm)
     assert E == pytest.approx(0.01, rel=1e-12)
-    assert _printed(mte.mse_distribution(N, sigma, norm).std(), "3.64507e-05")
+    assert _printed(mte.mse_distribution(N=N, sigma=sigma, norm=norm).std(), "3.64507e-05")
     cdf = [mte.mse_cdf(f * E, N, sigma, norm) for f in (0.98, 0.99, 1.0, 1.01)]
     assert all(_printed(v, t) for v, t in zip(cdf, ("1.67e-08", "0.00296696", "0.500485", "0.996886")))
     assert _printed(mte.asymptotic_normal_cdf(0.99 * E, N, sigma, norm), "0.0030401")  # Prop. B.3
@@ -126,7 +126,7 @@ def test_r4_psnr_survival_mean_sd(N):
     ref = R4[N]
     got = mte.psnr_success_probability(np.array([-10.0, -5.0, 0.0, 5.0, 10.0]), N, 1.0, 1.0, 1.0)
     assert all(_printed(v, t) for v, t in zip(got, ref[:5])), got
-    assert np.array_equal(mte.rero_gamma_psnr([-10.0, -5.0, 0.0, 5.0, 10.0], N, 1.0, 1.0, 1.0), got)
+    assert np.array_equal(mte.rero_gamma_psnr([-10.0, -5.0, 0.0, 5.0, 10.0], N=N, sigma=1.0, min_norm=1.0, data_range=1.0), got)
     assert _printed(mte.psnr_mean(N, 1.0, 1.0, 1.0), ref[5])
     assert _printed(mte.psnr_sd(N), ref[6])
     if N == 10:  # the Jensen gap of Ziller et al. is the same digamma term
@@ -140,12 +140,12 @@ def test_r4_psnr_mean_shifts_and_figure3():
     # Fig. 3 x-ranges: union of the [1 %, 99 %] quantiles of the 9 distributions (sigma, N, ||X||)
     cases = [(1, s, 1.0) for s in (0.1, 1.0, 10.0)] + [(n, 1.0, 1.0) for n in (1, 10, 1000)] + \
             [(1, 1.0, x) for x in (0.1, 1.0, 10.0)]
-    lo = min(mte.mse_threshold(0.01, *c) for c in cases)
-    hi = max(mte.mse_threshold(0.99, *c) for c in cases)
+    lo = min(mte.mse_threshold(0.01, **dict(zip(("N", "sigma", "norm"), c))) for c in cases)
+    hi = max(mte.mse_threshold(0.99, **dict(zip(("N", "sigma", "norm"), c))) for c in cases)
     assert _printed(lo, "1.5709e-06") and _printed(hi, "663.49")
     assert _printed(10 * np.log10(1 / hi), "-28.218") and _printed(10 * np.log10(1 / lo), "58.039")
     # E[MSE] constant in N, E[PSNR] not (row 2)
-    assert [mte.expected_mse(1.0, 1.0)] * 3 == [1.0, 1.0, 1.0]
+    assert [mte.expected_mse(sigma=1.0, norm=1.0)] * 3 == [1.0, 1.0, 1.0]
     assert all(_printed(mte.psnr_mean(n, 1.0, 1.0, 1.0), t) for n, t in ((1, "5.517"), (10, "0.449"), (1000, "0.0043")))
 
 
@@ -155,16 +155,16 @@ def test_r4_psnr_mean_shifts_and_figure3():
 def test_r5_minimal_noise_multiplier(eta, gamma, N, m, text):
     s = mte.minimal_noise_multiplier(gamma, eta, N, m)
     assert _printed(s, text)
-    assert mte.rero_gamma_mse(eta, N, s, m) == pytest.approx(gamma, rel=1e-9)  # the calibration is tight
-    assert mte.rero_gamma_mse(eta, N, 1.01 * s, m) < gamma < mte.rero_gamma_mse(eta, N, 0.99 * s, m)
+    assert mte.rero_gamma_mse(eta, N=N, sigma=s, min_norm=m) == pytest.approx(gamma, rel=1e-9)  # the calibration is tight
+    assert mte.rero_gamma_mse(eta, N=N, sigma=1.01 * s, min_norm=m) < gamma < mte.rero_gamma_mse(eta, N=N, sigma=0.99 * s, min_norm=m)
 
 
 def test_r5_mse_threshold_and_inverse():
-    assert _printed(mte.mse_threshold(0.1, 1, 1.0, 1.0), "0.0157908")
-    assert _printed(mte.mse_threshold(0.5, 10, 1.0, 1.0), "0.934182")
-    assert _printed(mte.mse_threshold(0.01, 3072, 0.01, 20.0), "0.037664")
+    assert _printed(mte.mse_threshold(0.1, N=1, sigma=1.0, norm=1.0), "0.0157908")
+    assert _printed(mte.mse_threshold(0.5, N=10, sigma=1.0, norm=1.0), "0.934182")
+    assert _printed(mte.mse_threshold(0.01, N=3072, sigma=0.01, norm=20.0), "0.037664")
     g = np.array([0.01, 0.3, 0.9])
-    assert np.allclose(mte.mse_cdf(mte.mse_threshold(g, 200, 0.7, 0.4, T=3), 200, 0.7, 0.4, T=3), g, atol=1e-10)
+    assert np.allclose(mte.mse_cdf(mte.mse_threshold(g, N=200, sigma=0.7, norm=0.4, T=3), 200, 0.7, 0.4, T=3), g, atol=1e-10)
     # T enters as sigma^2 -> sigma^2 / T everywhere (Proposition 7)
     assert mte.minimal_noise_multiplier(0.1, 0.1, 10, 1.0, T=4) == pytest.approx(
         2 * mte.minimal_noise_multiplier(0.1, 0.1, 10, 1.0), rel=1e-12)
@@ -207,10 +207,10 @@ def test_r7_selection_probability_monte_carlo():
 # Closed-form identities
 # ---------------------------------------------------------------------------------------------------------------
 def test_mse_distribution_moments_and_averaging():
-    law = mte.mse_distribution(50, 0.3, 4.0, T=5)
-    assert law.mean() == pytest.approx(mte.expected_mse(0.3, 4.0, T=5), rel=1e-12)
+    law = mte.mse_distribution(N=50, sigma=0.3, norm=4.0, T=5)
+    assert law.mean() == pytest.approx(mte.expected_mse(sigma=0.3, norm=4.0, T=5), rel=1e-12)
     assert law.var() == pytest.approx(2 * (0.09 * 16 / 5) ** 2 / 50, rel=1e-12)
-    assert mte.expected_mse(0.3, 4.0, T=5) == pytest.approx(mte.expected_mse(0.3 / np.sqrt(5), 4.0), rel=1e-12)
+    assert mte.expected_mse(sigma=0.3, norm=4.0, T=5) == pytest.approx(mte.expected_mse(sigma=0.3 / np.sqrt(5), norm=4.0), rel=1e-12)
     eta = np.linspace(0.05, 0.6, 7)
     assert np.allclose(mte.mse_cdf(eta, 50, 0.3, 4.0, T=5), law.cdf(eta), atol=1e-12)
     assert mte.mse_cdf(-1.0, 50, 0.3, 4.0) == 0.0
@@ -218,12 +218,12 @@ def test_mse_distribution_moments_and_averaging():
 
 def test_rero_gammas_ordering():
     eta = np.logspace(-2, 1, 20)
-    g = mte.rero_gamma_mse(eta, 10, 1.0, 2.0)
+    g = mte.rero_gamma_mse(eta, N=10, sigma=1.0, min_norm=2.0)
     g_dp = mte.rero_gamma_mse_dp_only(eta, 10, 1.0, 1.5)  # C = 1.5 <= m = 2
     assert np.all(g_dp >= g) and np.any(g_dp > g)
     # the bound holds for every norm >= m
     assert np.all(mte.mse_cdf(eta[:, None], 10, 1.0, np.array([2.0, 3.0, 10.0])) <= g[:, None] + 1e-15)
-    assert np.array_equal(mte.rero_gamma_psnr(3.0, 10, 1.0, 2.0, 1.0),
+    assert np.array_equal(mte.rero_gamma_psnr(3.0, N=10, sigma=1.0, min_norm=2.0, data_range=1.0),
                           mte.psnr_success_probability(3.0, 10, 1.0, 2.0, 1.0))
 
 
@@ -250,7 +250,7 @@ def test_ncc_limit_rho_and_exact_law():
 
 
 def test_asymptotic_normal_is_only_asymptotic():
-    E = mte.expected_mse(1.0, 1.0)
+    E = mte.expected_mse(sigma=1.0, norm=1.0)
     # N = 10: the lower tail is 3x too heavy (skewness sqrt(8/N) ignored); N = 150528: within 1e-3
     assert mte.asymptotic_normal_cdf(0.3 * E, 10, 1.0, 1.0) > 3 * mte.mse_cdf(0.3 * E, 10, 1.0, 1.0)
     eta = E * np.array([0.995, 1.0, 1.005])
@@ -268,7 +268,7 @@ def test_shrinkage_closed_forms():
         return ((1 - b) ** 2 + b * b * N * sigma**2 / T) * norm**2 / N
     assert e == pytest.approx(risk(a), rel=1e-12) == pytest.approx(sigma**2 * norm**2 / (T + N * sigma**2), rel=1e-12)
     assert risk(a) < min(risk(a * 0.99), risk(a * 1.01))
-    assert e < mte.expected_mse(sigma, norm, T)
+    assert e < mte.expected_mse(sigma=sigma, norm=norm, T=T)
     law = mte.shrinkage_mse_distribution(N, sigma, norm, T)
     assert law.mean() == pytest.approx(e, rel=1e-12)
 
@@ -314,10 +314,10 @@ def test_mc_eq17_and_theorem2_faithful_attack(c_over_norm, M, sigma):
     assert stats.kstest(m * N / var, stats.chi2(N).cdf).pvalue > 1e-3
     assert abs(Y.mean(0) - X).max() < 5 * np.sqrt(var / trials)  # unbiased
     if M >= mte.optimal_rows(C, norm):  # Theorem 2 exactly as stated
-        assert stats.kstest(m, mte.mse_distribution(N, sigma, norm).cdf).pvalue > 1e-3
-        assert var == pytest.approx(mte.expected_mse(sigma, norm), rel=1e-12)
+        assert stats.kstest(m, mte.mse_distribution(N=N, sigma=sigma, norm=norm).cdf).pvalue > 1e-3
+        assert var == pytest.approx(mte.expected_mse(sigma=sigma, norm=norm), rel=1e-12)
     elif c_over_norm == 10.0:  # printed eq. (18): C/m = 10 times the optimum, visibly
-        assert m.mean() > 9 * mte.expected_mse(sigma, norm)
+        assert m.mean() > 9 * mte.expected_mse(sigma=sigma, norm=norm)
 
 
 def test_mc_loss_scale_and_averaging():
@@ -327,14 +327,14 @@ def test_mc_loss_scale_and_averaging():
     norm = np.linalg.norm(X)
     se = np.sqrt(2 / (N * trials))
     m5 = _mse(X, _attack(X, sigma, 5 * norm, 1, rng, trials, loss_scale=5.0))
-    assert abs(m5.mean() / mte.expected_mse(sigma, norm) - 1) < 5 * se  # one row, c = C / ||X||: optimal
+    assert abs(m5.mean() / mte.expected_mse(sigma=sigma, norm=norm) - 1) < 5 * se  # one row, c = C / ||X||: optimal
     m1 = _mse(X, _attack(X, sigma, 5 * norm, 1, rng, trials))
-    assert abs(m1.mean() / mte.expected_mse(sigma, norm) - 25) < 5 * 25 * se
+    assert abs(m1.mean() / mte.expected_mse(sigma=sigma, norm=norm) - 25) < 5 * 25 * se
     # Proposition 7: averaging k releases divides the variance by k; MSE law with T = k
     for k in (5, 20):
         mk = _mse(X, _attack(X, sigma, norm, 1, rng, trials, T=k))
-        assert abs(mk.mean() - mte.expected_mse(sigma, norm, T=k)) < 5 * mte.expected_mse(sigma, norm, T=k) * se
-        assert stats.kstest(mk, mte.mse_distribution(N, sigma, norm, T=k).cdf).pvalue > 1e-3
+        assert abs(mk.mean() - mte.expected_mse(sigma=sigma, norm=norm, T=k)) < 5 * mte.expected_mse(sigma=sigma, norm=norm, T=k) * se
+        assert stats.kstest(mk, mte.mse_distribution(N=N, sigma=sigma, norm=norm, T=k).cdf).pvalue > 1e-3
 
 
 def test_mc_prop3_rero_over_a_data_set():
@@ -345,7 +345,7 @@ def test_mc_prop3_rero_over_a_data_set():
     norms = np.linalg.norm(data, axis=1)
     m = norms.min()
     for eta in np.array([0.1, 0.5, 1.0]) * sigma**2 * m**2:
-        gamma = mte.rero_gamma_mse(eta, N, sigma, m)
+        gamma = mte.rero_gamma_mse(eta, N=N, sigma=sigma, min_norm=m)
         se = np.sqrt(gamma * (1 - gamma) / trials)
         for i, X in enumerate(data):
             p = np.mean(_mse(X, _attack(X, sigma, norms[i], 1, rng, trials)) <= eta)
@@ -416,12 +416,12 @@ def test_mc_shrinkage_beats_mvue_and_violates_prop3(N, sigma, eta_factor, gamma_
     Y = _attack(X, sigma, norm, 1, rng, trials)
     a = mte.shrinkage_factor(N, sigma)
     m_hat, m_shr = _mse(X, Y), _mse(X, a * Y)
-    e_hat, e_shr = mte.expected_mse(sigma, norm), mte.shrinkage_expected_mse(sigma, norm, N)
+    e_hat, e_shr = mte.expected_mse(sigma=sigma, norm=norm), mte.shrinkage_expected_mse(sigma, norm, N)
     assert abs(m_hat.mean() - e_hat) < 5 * m_hat.std(ddof=1) / np.sqrt(trials)
     assert abs(m_shr.mean() - e_shr) < 5 * m_shr.std(ddof=1) / np.sqrt(trials)
     assert e_shr < e_hat and m_shr.mean() < m_hat.mean()
     eta = eta_factor * e_hat
-    gamma = mte.rero_gamma_mse(eta, N, sigma, norm)  # the data set {X}: m = ||X||
+    gamma = mte.rero_gamma_mse(eta, N=N, sigma=sigma, min_norm=norm)  # the data set {X}: m = ||X||
     assert _printed(gamma, gamma_text)
     p_th = float(mte.shrinkage_mse_distribution(N, sigma, norm).cdf(eta))
     p = np.mean(m_shr <= eta)
@@ -429,7 +429,7 @@ def test_mc_shrinkage_beats_mvue_and_violates_prop3(N, sigma, eta_factor, gamma_
     assert p > gamma + 5 * np.sqrt(gamma * (1 - gamma) / trials) + 0.1  # violates the "for any reconstruction" bound
     # PSNR is a decreasing function of the MSE: Proposition 5 is violated as well
     eta_db = 10 * np.log10(1 / eta)
-    assert np.mean(10 * np.log10(1 / m_shr) >= eta_db) > mte.rero_gamma_psnr(eta_db, N, sigma, norm, 1.0) + 0.1
+    assert np.mean(10 * np.log10(1 / m_shr) >= eta_db) > mte.rero_gamma_psnr(eta_db, N=N, sigma=sigma, min_norm=norm, data_range=1.0) + 0.1
     if sigma**2 > 1 / N:  # even the constant reconstruction 0 beats the MVUE
         assert norm**2 / N < e_hat
 
@@ -457,23 +457,23 @@ def test_mc_shrinkage_law_ks():
     (lambda: mte.reconstruction_variance(1.0, 1.0, 1.0, M=0), "M"),
     (lambda: mte.reconstruction_variance(1.0, 1.0, 1.0, M=2.5), "M"),
     (lambda: mte.reconstruction_variance(1.0, 1.0, 1.0, M=2, loss_scale=0.0), "loss_scale"),
-    (lambda: mte.expected_mse(-1.0, 1.0), "sigma"),
-    (lambda: mte.expected_mse(1.0, np.nan), "norm"),
-    (lambda: mte.expected_mse(1.0, 1.0, T=0.5), "T"),
-    (lambda: mte.mse_distribution(0, 1.0, 1.0), "N"),
+    (lambda: mte.expected_mse(sigma=-1.0, norm=1.0), "sigma"),
+    (lambda: mte.expected_mse(sigma=1.0, norm=np.nan), "norm"),
+    (lambda: mte.expected_mse(sigma=1.0, norm=1.0, T=0.5), "T"),
+    (lambda: mte.mse_distribution(N=0, sigma=1.0, norm=1.0), "N"),
     (lambda: mte.mse_cdf(0.1, 10, 0.0, 1.0), "sigma"),
     (lambda: mte.mse_cdf(0.1, 0.5, 1.0, 1.0), "N"),
-    (lambda: mte.rero_gamma_mse(0.1, 10, 1.0, 0.0), "min_norm"),
+    (lambda: mte.rero_gamma_mse(0.1, N=10, sigma=1.0, min_norm=0.0), "min_norm"),
     (lambda: mte.rero_gamma_mse_dp_only(0.1, 10, 1.0, 0.0), "C"),
-    (lambda: mte.mse_threshold(0.0, 10, 1.0, 1.0), "gamma"),
-    (lambda: mte.mse_threshold(1.0, 10, 1.0, 1.0), "gamma"),
+    (lambda: mte.mse_threshold(0.0, N=10, sigma=1.0, norm=1.0), "gamma"),
+    (lambda: mte.mse_threshold(1.0, N=10, sigma=1.0, norm=1.0), "gamma"),
     (lambda: mte.minimal_noise_multiplier(1.5, 0.1, 10, 1.0), "gamma"),
     (lambda: mte.minimal_noise_multiplier(0.1, 0.0, 10, 1.0), "eta"),
     (lambda: mte.minimal_noise_multiplier(0.1, 0.1, 10, -1.0), "norm"),
     (lambda: mte.minimal_noise_multiplier(0.1, 0.1, 10, 1.0, T=0), "T"),
     (lambda: mte.asymptotic_normal_cdf(0.1, 0, 1.0, 1.0), "N"),
     (lambda: mte.psnr_success_probability(0.0, 10, 1.0, 1.0, 0.0), "data_range"),
-    (lambda: mte.rero_gamma_psnr(0.0, 10, 1.0, -2.0, 1.0), "min_norm"),
+    (lambda: mte.rero_gamma_psnr(0.0, N=10, sigma=1.0, min_norm=-2.0, data_range=1.0), "min_norm"),
     (lambda: mte.psnr_mean(10, 1.0, 1.0, -1.0), "data_range"),
     (lambda: mte.psnr_sd(0), "N"),
     (lambda: mte.ncc_limit(1.0, 1.0, 0.0), "variance"),
@@ -497,7 +497,7 @@ def test_invalid_inputs_raise_value_error_naming_the_parameter(call, name):
 
 def test_validation_is_vectorised():
     with pytest.raises(ValueError, match="sigma"):
-        mte.expected_mse(np.array([1.0, 0.0]), 1.0)
+        mte.expected_mse(sigma=np.array([1.0, 0.0]), norm=1.0)
     with pytest.raises(ValueError, match="gamma"):
-        mte.mse_threshold(np.array([0.1, 1.0]), 10, 1.0, 1.0)
-    assert mte.expected_mse(np.array([1.0, 2.0]), np.array([[1.0], [3.0]])).shape == (2, 2)
+        mte.mse_threshold(np.array([0.1, 1.0]), N=10, sigma=1.0, norm=1.0)
+    assert mte.expected_mse(sigma=np.array([1.0, 2.0]), norm=np.array([[1.0], [3.0]])).shape == (2, 2)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import special, stats
+from scipy import stats
 
 from compendium.bounds import ziller2024 as z
 
@@ -86,7 +86,7 @@ def test_ncc_mean_exact_vectorised_matches_scalar():
 
 def test_figure2_mse_cdf_reference():
     eta = np.array([0.5, 0.75, 1.0, 1.25, 1.5])
-    got = z.rero_gamma_mse(eta, 50, 1.0, 1.0)
+    got = z.rero_gamma_mse(eta, N=50, C=1.0, sigma=1.0)
     assert np.allclose(got, [0.0012, 0.0960, 0.5266, 0.8896, 0.9874], atol=6e-5)
 
 
@@ -95,7 +95,7 @@ def test_figure2_psnr_cdf_reference():
     got = z.psnr_cdf_prop7(eta, 50, 1.0, 1.0, data_range=1.0)
     assert np.allclose(got, [0.0053, 0.1034, 0.4734, 0.8510, 0.9808], atol=6e-5)
     # success form is the complement
-    assert np.allclose(z.rero_gamma_psnr(eta, 50, 1.0, 1.0), 1 - got, atol=1e-15)
+    assert np.allclose(z.rero_gamma_psnr(eta, N=50, C=1.0, sigma=1.0), 1 - got, atol=1e-15)
 
 
 def test_figure2_ncc_cdf_reference():
@@ -115,11 +115,11 @@ def test_ncc_cdf_endpoints():
 
 
 def test_mse_threshold_reference_and_inverse():
-    assert float(z.mse_threshold(0.05, 50, 1, 1)) == pytest.approx(0.69529, abs=1e-5)
-    assert float(z.mse_threshold(0.5, 50, 1, 1)) == pytest.approx(0.98670, abs=1e-5)  # the median MSE
+    assert float(z.mse_threshold(0.05, N=50, C=1, sigma=1)) == pytest.approx(0.69529, abs=1e-5)
+    assert float(z.mse_threshold(0.5, N=50, C=1, sigma=1)) == pytest.approx(0.98670, abs=1e-5)  # the median MSE
     g = np.array([0.01, 0.3, 0.9])
-    eta = z.mse_threshold(g, 200, 0.7, 0.4, T=3)
-    assert np.allclose(z.rero_gamma_mse(eta, 200, 0.7, 0.4, T=3), g, atol=1e-10)
+    eta = z.mse_threshold(g, N=200, C=0.7, sigma=0.4, T=3)
+    assert np.allclose(z.rero_gamma_mse(eta, N=200, C=0.7, sigma=0.4, T=3), g, atol=1e-10)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -129,15 +129,15 @@ def test_clip_factor_and_expected_mse_closed_form():
     X = np.full(100, 0.3)  # ||X|| = 3
     assert z.clip_factor(X, 6.0) == 1.0
     assert z.clip_factor(X, 1.5) == pytest.approx(0.5, rel=1e-15)
-    assert z.expected_mse(X, 6.0, 0.1) == pytest.approx(36 * 0.01, rel=1e-12)  # unclipped: C^2 sigma^2
+    assert z.expected_mse(X, C=6.0, sigma=0.1) == pytest.approx(36 * 0.01, rel=1e-12)  # unclipped: C^2 sigma^2
     # clipped: (||X|| - C)^2 / N + C^2 sigma^2 / T
-    assert z.expected_mse(X, 1.5, 0.1, T=4) == pytest.approx(1.5**2 / 100 + 2.25 * 0.01 / 4, rel=1e-12)
+    assert z.expected_mse(X, C=1.5, sigma=0.1, T=4) == pytest.approx(1.5**2 / 100 + 2.25 * 0.01 / 4, rel=1e-12)
     # the paper's form (4): (1-beta)^2 / N sum x_i^2 + C^2 sigma^2
     b = z.clip_factor(X, 1.5)
-    assert z.expected_mse(X, 1.5, 0.1) == pytest.approx((1 - b) ** 2 * np.mean(X**2) + 2.25 * 0.01, rel=1e-12)
+    assert z.expected_mse(X, C=1.5, sigma=0.1) == pytest.approx((1 - b) ** 2 * np.mean(X**2) + 2.25 * 0.01, rel=1e-12)
     batch = np.stack([X, 3 * X])
     assert np.allclose(z.clip_factor(batch, 4.5), [1.0, 0.5])
-    assert np.allclose(z.expected_mse(batch, 1.5, 0.1), [z.expected_mse(X, 1.5, 0.1), z.expected_mse(3 * X, 1.5, 0.1)])
+    assert np.allclose(z.expected_mse(batch, C=1.5, sigma=0.1), [z.expected_mse(X, C=1.5, sigma=0.1), z.expected_mse(3 * X, C=1.5, sigma=0.1)])
 
 
 def test_ncc_eq7_equals_snr_form_and_bound8_attained_when_centred_and_clipped():
@@ -204,7 +204,7 @@ def test_prop1_expected_mse_monte_carlo(C_factor, sigma, T):
     X = rng.random(3072) * 0.8 + 0.1
     C = C_factor * np.linalg.norm(X)
     m = np.mean((_release(X, C, sigma, rng, 400, T) - X) ** 2, axis=1)
-    theory = z.expected_mse(X, C, sigma, T)
+    theory = z.expected_mse(X, C=C, sigma=sigma, T=T)
     se = m.std(ddof=1) / np.sqrt(m.size)
     assert abs(m.mean() - theory) < 6 * se
     if C_factor >= 1:
@@ -289,10 +289,10 @@ def test_prop5_mse_distribution_ks(C_factor):
         beta = z.clip_factor(X, C)
         assert lam == pytest.approx((1 - beta) ** 2 * np.sum(X**2) / (C * C * sigma * sigma), rel=1e-12)
         assert lam > 1
-    law = z.mse_distribution(X, C, sigma)
+    law = z.mse_distribution(X, C=C, sigma=sigma)
     m = np.mean((_release(X, C, sigma, rng, 20_000) - X) ** 2, axis=1)
     assert stats.kstest(m, law.cdf).pvalue > 1e-3
-    assert law.mean() == pytest.approx(z.expected_mse(X, C, sigma), rel=1e-10)
+    assert law.mean() == pytest.approx(z.expected_mse(X, C=C, sigma=sigma), rel=1e-10)
 
 
 def test_prop5_with_averaging_T():
@@ -301,7 +301,7 @@ def test_prop5_with_averaging_T():
     C, sigma, T = 0.6 * np.linalg.norm(X), 0.5, 7
     rel = X * z.clip_factor(X, C) + rng.normal(0, C * sigma, size=(10_000, T, 30)).mean(axis=1)
     m = np.mean((rel - X) ** 2, axis=1)
-    assert stats.kstest(m, z.mse_distribution(X, C, sigma, T).cdf).pvalue > 1e-3
+    assert stats.kstest(m, z.mse_distribution(X, C=C, sigma=sigma, T=T).cdf).pvalue > 1e-3
 
 
 @pytest.mark.parametrize("clipped", [False, True])
@@ -313,14 +313,14 @@ def test_prop6_rero_mse_monte_carlo(clipped):
     m = np.mean((_release(X, C, sigma, rng, M) - X) ** 2, axis=1)
     s2 = C * C * sigma * sigma
     for eta in (0.6 * s2, s2, 1.4 * s2):
-        gamma = float(z.rero_gamma_mse(eta, N, C, sigma))
+        gamma = float(z.rero_gamma_mse(eta, N=N, C=C, sigma=sigma))
         p = np.mean(m <= eta)
         se = np.sqrt(gamma * (1 - gamma) / M)
         assert p <= gamma + 5 * se
         if not clipped:
             assert abs(p - gamma) < 5 * se + 1e-12
     if clipped:  # strictly below at eta = C^2 sigma^2 (R5: 0.1751 vs 0.5272)
-        assert np.mean(m <= s2) < float(z.rero_gamma_mse(s2, N, C, sigma)) - 0.1
+        assert np.mean(m <= s2) < float(z.rero_gamma_mse(s2, N=N, C=C, sigma=sigma)) - 0.1
 
 
 @pytest.mark.parametrize("clipped", [False, True])
@@ -342,7 +342,7 @@ def test_prop7_psnr_cdf_monte_carlo(clipped):
         else:
             assert abs(p - f) < 5 * se
         # the success form: P(PSNR >= eta) <= gamma
-        assert np.mean(ps >= eta) <= float(z.rero_gamma_psnr(eta, N, C, sigma, data_range=R)) + 5 * se
+        assert np.mean(ps >= eta) <= float(z.rero_gamma_psnr(eta, N=N, C=C, sigma=sigma, data_range=R)) + 5 * se
     if clipped:
         f = float(z.psnr_cdf_prop7(centre, N, C, sigma, data_range=R))
         assert np.mean(ps <= centre) > f + 0.1  # a strict lower bound, visibly
@@ -357,28 +357,28 @@ X5 = np.ones(5)
 @pytest.mark.parametrize("call, name", [
     (lambda: z.clip_factor(X5, 0.0), "C"),
     (lambda: z.clip_factor(X5, -1.0), "C"),
-    (lambda: z.expected_mse(X5, -1.0, 1.0), "C"),
-    (lambda: z.expected_mse(X5, 1.0, 0.0), "sigma"),
+    (lambda: z.expected_mse(X5, C=-1.0, sigma=1.0), "C"),
+    (lambda: z.expected_mse(X5, C=1.0, sigma=0.0), "sigma"),
     (lambda: z.mse_lower_bound(1.0, -0.5), "sigma"),
     (lambda: z.mse_lower_bound(0.0, 1.0), "C"),
     (lambda: z.mse_lower_bound(1.0, 1.0, T=0), "T"),
-    (lambda: z.expected_mse(X5, 1.0, 1.0, T=0.5), "T"),
+    (lambda: z.expected_mse(X5, C=1.0, sigma=1.0, T=0.5), "T"),
     (lambda: z.psnr_upper_bound(1.0, 0.0), "sigma"),
     (lambda: z.ncc_snr(X5, 0.0, 1.0), "C"),
     (lambda: z.ncc_eq7(X5, 1.0, -1.0), "sigma"),
     (lambda: z.ncc_bound_dim(10, 0.0), "sigma"),
     (lambda: z.ncc_bound_dim(10, 1.0, T=0), "T"),
     (lambda: z.ncc_bound_free(-1.0), "sigma"),
-    (lambda: z.rero_gamma_mse(0.5, 10, 0.0, 1.0), "C"),
+    (lambda: z.rero_gamma_mse(0.5, N=10, C=0.0, sigma=1.0), "C"),
     (lambda: z.psnr_cdf_prop7(0.0, 10, 1.0, 0.0), "sigma"),
-    (lambda: z.mse_distribution(X5, 1.0, 0.0), "sigma"),
+    (lambda: z.mse_distribution(X5, C=1.0, sigma=0.0), "sigma"),
     (lambda: z.worst_case_success(0.0, 0.1), "sigma"),
     (lambda: z.worst_case_success(1.0, 0.1, T=0), "T"),
     (lambda: z.worst_case_success(1.0, -0.1), "kappa"),
     (lambda: z.worst_case_success(1.0, 1.5), "kappa"),
-    (lambda: z.mse_threshold(0.0, 10, 1.0, 1.0), "gamma"),
-    (lambda: z.mse_threshold(1.0, 10, 1.0, 1.0), "gamma"),
-    (lambda: z.mse_threshold(-0.2, 10, 1.0, 1.0), "gamma"),
+    (lambda: z.mse_threshold(0.0, N=10, C=1.0, sigma=1.0), "gamma"),
+    (lambda: z.mse_threshold(1.0, N=10, C=1.0, sigma=1.0), "gamma"),
+    (lambda: z.mse_threshold(-0.2, N=10, C=1.0, sigma=1.0), "gamma"),
     (lambda: z.ncc_cdf_exact(0.1, 2, 1.0), "N"),
     (lambda: z.ncc_mean_exact(2, 1.0), "N"),
     (lambda: z.psnr_jensen_gap(0), "N"),
@@ -400,7 +400,7 @@ def test_remark2_decomposition_sums_to_prop1_and_vanishes_unclipped():
     norms = np.linalg.norm(x, axis=1)
     C = float(np.median(norms))
     bias2, scaled_var, noise = z.expected_mse_decomposition(x, C, 0.3, T=4)
-    np.testing.assert_allclose(bias2 + scaled_var + noise, z.expected_mse(x, C, 0.3, T=4), rtol=1e-12)
+    np.testing.assert_allclose(bias2 + scaled_var + noise, z.expected_mse(x, C=C, sigma=0.3, T=4), rtol=1e-12)
     clipped = norms > C
     assert np.all((bias2 > 0) == clipped) and np.all((scaled_var > 0) == clipped)
     np.testing.assert_allclose(noise, C**2 * 0.3**2 / 4)

@@ -9,17 +9,17 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from compendium import book, scales
+from compendium import book, chapters
 
-CHAPTER = next(iter(scales.CHAPTERS))
+CHAPTER = next(iter(chapters.registry()))
 
 
 @pytest.mark.parametrize(
     "args, listed",
     [
-        (["run", "no-such-chapter"], list(scales.CHAPTERS)),
-        (["build", "--scale", "huge"], list(scales.SCALES)),
-        (["run", CHAPTER, "--scale", "huge"], list(scales.SCALES)),
+        (["run", "no-such-chapter"], list(chapters.registry())),
+        (["build", "--scale", "huge"], list(chapters.SCALES)),
+        (["run", CHAPTER, "--scale", "huge"], list(chapters.SCALES)),
         (["run", CHAPTER, "--seed", "-1"], [">= 0"]),
         (["build", "--device", "tpu"], ["auto", "cpu", "cuda"]),
     ],

@@ -13,6 +13,7 @@ import torch
 
 from compendium.attacks import feature_inversion as fi
 from compendium.bounds.hcr import cramer_rao_bound
+from compendium.models import FeatureDecoder
 from compendium.models.classifiers import MnistMLP
 
 N_FEATURES, SHAPE = 30, (1, 4, 4)
@@ -158,7 +159,7 @@ SIGMA = 1.0
 
 
 def _train(A, seed: int = 2, epochs: int = 15):
-    decoder = fi.FeatureDecoder(N_FEATURES, SHAPE, hidden=(64, 64), generator=torch.Generator().manual_seed(1))
+    decoder = FeatureDecoder(N_FEATURES, SHAPE, hidden=(64, 64), generator=torch.Generator().manual_seed(1))
     history = fi.train_decoder(decoder, linear_map(A.float()), _images(1500, torch.Generator().manual_seed(11)),
                                SIGMA, epochs=epochs, generator=torch.Generator().manual_seed(seed), device="cpu",
                                progress=False)
@@ -199,7 +200,7 @@ def test_decoder_training_is_deterministic(A):
 
 
 def test_decoder_shapes():
-    dec = fi.FeatureDecoder(7, (3, 2, 2), hidden=())
+    dec = FeatureDecoder(7, (3, 2, 2), hidden=())
     assert len(dec.net) == 1
     assert dec(torch.zeros(5, 7)).shape == (5, 3, 2, 2)
     with pytest.raises(ValueError, match="features"):
@@ -250,7 +251,7 @@ def test_linearised_estimator_validation(kwargs, name):
 ])
 def test_train_decoder_validation(kwargs, name):
     fmap, _, _ = _ok()
-    args = dict(decoder=fi.FeatureDecoder(N_FEATURES, SHAPE, hidden=(8,)), feature_map=fmap,
+    args = dict(decoder=FeatureDecoder(N_FEATURES, SHAPE, hidden=(8,)), feature_map=fmap,
                 images=torch.zeros(4, *SHAPE), sigma=0.1, epochs=1, progress=False, device="cpu") | kwargs
     with pytest.raises(ValueError, match=name):
         fi.train_decoder(**args)
@@ -263,11 +264,11 @@ def test_train_decoder_validation(kwargs, name):
 ])
 def test_feature_decoder_validation(kwargs, name):
     with pytest.raises(ValueError, match=name):
-        fi.FeatureDecoder(**(dict(n_features=N_FEATURES, output_shape=SHAPE) | kwargs))
+        FeatureDecoder(**(dict(n_features=N_FEATURES, output_shape=SHAPE) | kwargs))
 
 
 def test_decode_validation():
     with pytest.raises(ValueError, match="observed"):
-        fi.decode(fi.FeatureDecoder(N_FEATURES, SHAPE, hidden=()), torch.zeros(0, N_FEATURES))
+        fi.decode(FeatureDecoder(N_FEATURES, SHAPE, hidden=()), torch.zeros(0, N_FEATURES))
     with pytest.raises(ValueError, match="decoder"):
         fi.decode(None, torch.zeros(2, N_FEATURES))

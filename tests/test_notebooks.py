@@ -14,14 +14,15 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from compendium import scales
+from compendium import chapters
+from compendium.base import repository_root
 
-ROOT = scales.repository_root()
+ROOT = repository_root()
 SOURCES = sorted(p for p in (ROOT / "notebooks").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 DEFAULTS = {"scale": "book", "device": "auto", "seed": 0}
 
 
-@pytest.mark.parametrize("key", list(scales.CHAPTERS))
+@pytest.mark.parametrize("key", list(chapters.registry()))
 def test_executed_notebook_reproduces_under_nbval(key: str, executed_notebooks: dict[str, Path]) -> None:
     notebook = executed_notebooks[key]
     result = subprocess.run(
@@ -48,7 +49,7 @@ def _assigned_values(source: str) -> dict[str, object]:
 
 def test_chapters_are_registered_sources() -> None:
     assert SOURCES, "no notebooks under notebooks/"
-    for chapter in scales.CHAPTERS.values():
+    for chapter in chapters.registry().values():
         assert ROOT / chapter.notebook in SOURCES, f"chapter {chapter.key}: {chapter.notebook} does not exist"
 
 
@@ -77,7 +78,7 @@ def test_paper_scale_without_imagenet_stops_at_the_data_with_instructions(key: s
     missing = tmp_path / "no-imagenet-here"
     params = {"scale": "paper", "device": "cpu", "seed": 0, "imagenet_dir": str(missing)}
     with pytest.raises(book.ChapterExecutionError) as err:
-        book.execute_notebook(ROOT / scales.CHAPTERS[key].notebook, tmp_path / "out.ipynb", params,
+        book.execute_notebook(ROOT / chapters.registry()[key].notebook, tmp_path / "out.ipynb", params,
                               force=True, label=key)
     message = str(err.value)
     assert "FileNotFoundError" in message and str(missing) in message and "image-net.org" in message
@@ -95,7 +96,7 @@ def test_hcr_paper_scale_offline_stops_at_the_data_with_instructions(tmp_path: P
     missing = tmp_path / "no-data-here"
     params = {"scale": "paper", "device": "cpu", "seed": 0, "data_dir": str(missing)}
     with pytest.raises(book.ChapterExecutionError) as err:
-        book.execute_notebook(ROOT / scales.CHAPTERS["hcr"].notebook, tmp_path / "out.ipynb", params,
+        book.execute_notebook(ROOT / chapters.registry()["hcr"].notebook, tmp_path / "out.ipynb", params,
                               force=True, label="hcr")
     message = str(err.value)
     assert "FileNotFoundError" in message and "COMPENDIUM_OFFLINE" in message, message

@@ -14,9 +14,10 @@ import pytest
 import yaml
 from bs4 import BeautifulSoup
 
-from compendium import scales
+from compendium import chapters
+from compendium.base import repository_root
 
-ROOT = scales.repository_root()
+ROOT = repository_root()
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 
@@ -41,7 +42,7 @@ def toc_files() -> list[str]:
 
 
 PAGES = toc_files()
-CHAPTER_PAGES = [str(Path(c.notebook).with_suffix("")) for c in scales.CHAPTERS.values()]
+CHAPTER_PAGES = [str(Path(c.notebook).with_suffix("")) for c in chapters.registry().values()]
 
 
 @functools.lru_cache(maxsize=None)

@@ -22,7 +22,8 @@ shape ``(B, C, H, W)`` to features of shape ``(B, n)``).  The HCR bound lower-bo
   ``sigma^2 (A^T A)^{-1}``, i.e. it attains the Cramer-Rao bound
   (:func:`compendium.bounds.hcr.cramer_rao_bound`).  For a nonlinear map it is unbiased only to first order in the
   noise and in ``x0 - theta``.
-* :class:`FeatureDecoder` / :func:`train_decoder` / :func:`decode` -- a learned inverse: an MLP from the ``n``
+* :func:`train_decoder` / :func:`decode` -- a learned inverse (:class:`compendium.models.FeatureDecoder`, trained
+  through :func:`compendium.train.fit`): an MLP from the ``n``
   features to the pixels, trained by the attacker on *other* images (its own data) to minimise the mean squared error
   ``E ||g(a(x) + sigma Z) - x||^2 / p`` with fresh noise every batch.  It approximates the posterior mean
   ``E[theta | X]`` under the attacker's image distribution: biased, and so not bound by the HCR bound (which holds
@@ -34,18 +35,18 @@ device, so results do not depend on the device's random stream); tensors may liv
 from __future__ import annotations
 
 import math
-from typing import Callable, NamedTuple, Sequence
+from typing import Callable, NamedTuple
 
 import torch
 from torch import nn
 from tqdm import tqdm
 
+from compendium import validation
+from compendium.base import resolve_device
 from compendium.bounds.hcr import feature_jacobians
-from compendium.models.classifiers import init_parameters
-from compendium.scales import resolve_device
+from compendium.train import fit
 
-__all__ = ["InversionResult", "invert_by_optimisation", "linearised_estimator", "FeatureDecoder", "train_decoder",
-           "decode"]
+__all__ = ["InversionResult", "invert_by_optimisation", "linearised_estimator", "train_decoder", "decode"]
 
 FeatureMap = Callable[[torch.Tensor], torch.Tensor]
 SCHEDULES = ("cosine", "constant")
@@ -54,20 +55,6 @@ SCHEDULES = ("cosine", "constant")
 # ---------------------------------------------------------------------------------------------------------------
 # validation helpers
 # ---------------------------------------------------------------------------------------------------------------
-def _check_int(name: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name}={value!r}; allowed: an integer >= {minimum}")
-    return value
-
-
-def _check_number(name: str, value, minimum: float = 0.0, strict: bool = False) -> float:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    ok = ok and (value > minimum if strict else value >= minimum)
-    if not ok:
-        raise ValueError(f"{name}={value!r}; allowed: a finite number {'>' if strict else '>='} {minimum:g}")
-    return float(value)
-
-
 def _check_tensor(name: str, t, min_ndim: int = 2) -> torch.Tensor:
     if not isinstance(t, torch.Tensor) or not t.is_floating_point():
         raise ValueError(f"{name} must be a floating-point torch.Tensor; got {type(t).__name__} "
@@ -91,11 +78,6 @@ def _check_start(name: str, x0, batch: int) -> torch.Tensor:
 def _check_feature_map(feature_map) -> None:
     if not callable(feature_map):
         raise ValueError(f"feature_map must be a callable (e.g. model.features); got {type(feature_map).__name__}")
-
-
-def _check_generator(generator) -> None:
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise ValueError(f"generator must be a torch.Generator or None; got {type(generator).__name__}")
 
 
 def _check_feature_shape(features: torch.Tensor, observed: torch.Tensor) -> None:
@@ -149,9 +131,9 @@ def invert_by_optimisation(feature_map: FeatureMap, observed: torch.Tensor, x_in
     _check_tensor("observed", observed)
     batch = observed.shape[0]
     _check_start("x_init", x_init, batch)
-    _check_int("steps", steps)
-    lr = _check_number("lr", lr, strict=True)
-    prior_weight = _check_number("prior_weight", prior_weight)
+    validation.integer("steps", steps)
+    lr = validation.positive("lr", lr)
+    prior_weight = validation.number("prior_weight", prior_weight, at_least=0.0)
     if bounds is not None:
         if (not isinstance(bounds, (tuple, list)) or len(bounds) != 2
                 or not all(isinstance(b, (int, float)) and not isinstance(b, bool) for b in bounds)
@@ -235,8 +217,8 @@ def linearised_estimator(feature_map: FeatureMap, observed: torch.Tensor, x0: to
     if rcond is not None:
         if isinstance(rcond, bool) or not isinstance(rcond, (int, float)) or not 0 <= rcond < 1:
             raise ValueError(f"rcond={rcond!r}; allowed: None or a number in [0, 1)")
-    _check_int("iterations", iterations)
-    _check_int("chunk_size", chunk_size)
+    validation.integer("iterations", iterations)
+    validation.integer("chunk_size", chunk_size)
 
     observed = observed.detach()
     x = x0.detach().to(observed.device)
@@ -272,44 +254,6 @@ def linearised_estimator(feature_map: FeatureMap, observed: torch.Tensor, x0: to
 # ---------------------------------------------------------------------------------------------------------------
 # the learned decoder
 # ---------------------------------------------------------------------------------------------------------------
-class FeatureDecoder(nn.Module):
-    """An MLP ``g`` from ``n`` features to an image: ``Linear(n, h_1) -> ReLU -> ... -> Linear(h_k, C H W)``,
-    reshaped to ``(B, *output_shape)``.  ``hidden=()`` gives an affine decoder (trained with MSE it approximates the
-    linear minimum-mean-squared-error estimator).  The output layer is linear (no squashing), so the decoder works
-    for images in [0, 1] and for normalised inputs alike.  Weights are initialised like PyTorch's defaults, from
-    ``generator`` when one is given (:func:`compendium.models.classifiers.init_parameters`)."""
-
-    def __init__(self, n_features: int, output_shape: Sequence[int], hidden: Sequence[int] = (512, 512),
-                 generator: torch.Generator | None = None):
-        super().__init__()
-        _check_int("n_features", n_features)
-        if isinstance(output_shape, int) or len(tuple(output_shape)) == 0:
-            raise ValueError(f"output_shape={output_shape!r}; allowed: a sequence of positive integers, "
-                             "e.g. (C, H, W)")
-        for i, s in enumerate(output_shape):
-            _check_int(f"output_shape[{i}]", s)
-        for i, h in enumerate(hidden):
-            _check_int(f"hidden[{i}]", h)
-        _check_generator(generator)
-        self.n_features = n_features
-        self.output_shape = tuple(int(s) for s in output_shape)
-        self.hidden = tuple(int(h) for h in hidden)
-        widths = (n_features, *self.hidden)
-        layers: list[nn.Module] = []
-        for a, b in zip(widths[:-1], widths[1:]):
-            layers += [nn.Linear(a, b), nn.ReLU()]
-        layers.append(nn.Linear(widths[-1], math.prod(self.output_shape)))
-        self.net = nn.Sequential(*layers)
-        init_parameters(self, generator)
-
-    def forward(self, features: torch.Tensor) -> torch.Tensor:
-        z = features.reshape(features.shape[0], -1)
-        if z.shape[1] != self.n_features:
-            raise ValueError(f"features must have {self.n_features} values per example; got shape "
-                             f"{tuple(features.shape)}")
-        return self.net(z).reshape(z.shape[0], *self.output_shape)
-
-
 def train_decoder(decoder: nn.Module, feature_map: FeatureMap, images: torch.Tensor, sigma: float, epochs: int,
                   batch_size: int = 64, lr: float = 1e-3, generator: torch.Generator | None = None,
                   device: str = "auto", progress: bool = True) -> dict[str, list[float]]:
@@ -328,14 +272,11 @@ def train_decoder(decoder: nn.Module, feature_map: FeatureMap, images: torch.Ten
         raise ValueError(f"decoder must be a torch.nn.Module; got {type(decoder).__name__}")
     _check_feature_map(feature_map)
     _check_tensor("images", images)
-    sigma = _check_number("sigma", sigma)
-    _check_int("epochs", epochs)
-    _check_int("batch_size", batch_size)
-    lr = _check_number("lr", lr, strict=True)
-    _check_generator(generator)
-    if generator is not None and generator.device.type != "cpu":
-        raise ValueError(f"generator must be a CPU torch.Generator (noise is drawn on the CPU); got one on "
-                         f"{generator.device}")
+    sigma = validation.number("sigma", sigma, at_least=0.0)
+    validation.integer("epochs", epochs)
+    validation.integer("batch_size", batch_size)
+    lr = validation.positive("lr", lr)
+    validation.generator("generator", generator, cpu=True)
     declared = getattr(decoder, "output_shape", None)
     if declared is not None and tuple(declared) != tuple(images.shape[1:]):
         raise ValueError(f"images have per-example shape {tuple(images.shape[1:])} but the decoder outputs "
@@ -365,27 +306,13 @@ def train_decoder(decoder: nn.Module, feature_map: FeatureMap, images: torch.Ten
         raise ValueError(f"decoder outputs per-example shape {tuple(out_shape)} but images have "
                          f"{tuple(images.shape[1:])}; they must match")
 
-    decoder.train()
-    opt = torch.optim.Adam(decoder.parameters(), lr=lr)
-    n_images = images.shape[0]
-    history: dict[str, list[float]] = {"loss": []}
-    bar = tqdm(range(epochs), desc="training the decoder", unit="epoch", disable=not progress)
-    for epoch in bar:
-        perm = torch.randperm(n_images, generator=generator)
-        total = 0.0
-        for start in tqdm(range(0, n_images, batch_size), desc=f"epoch {epoch + 1}/{epochs}", unit="batch",
-                          leave=False, disable=not progress):
-            idx = perm[start:start + batch_size].to(dev)
-            fb = feats[idx]
-            noise = torch.randn(fb.shape, generator=generator, dtype=fb.dtype).to(dev)
-            opt.zero_grad(set_to_none=True)
-            loss = nn.functional.mse_loss(decoder(fb + sigma * noise), targets[idx])
-            loss.backward()
-            opt.step()
-            total += loss.item() * idx.shape[0]
-        history["loss"].append(total / n_images)
-        bar.set_postfix(loss=f"{history['loss'][-1]:.4g}")
-    return history
+    def loss_fn(net: nn.Module, batch: tuple) -> torch.Tensor:
+        fb, xb = batch
+        noise = torch.randn(fb.shape, generator=generator, dtype=fb.dtype).to(dev)  # fresh noise every batch
+        return nn.functional.mse_loss(net(fb + sigma * noise), xb)
+
+    return fit(decoder, loss_fn, (feats, targets), epochs=epochs, optimizer="adam", lr=lr, batch_size=batch_size,
+               generator=generator, device=device, progress=progress, desc="training the decoder")
 
 
 @torch.no_grad()
@@ -395,7 +322,7 @@ def decode(decoder: nn.Module, observed: torch.Tensor, batch_size: int = 1024) -
     if not isinstance(decoder, nn.Module):
         raise ValueError(f"decoder must be a torch.nn.Module; got {type(decoder).__name__}")
     _check_tensor("observed", observed)
-    _check_int("batch_size", batch_size)
+    validation.integer("batch_size", batch_size)
     p = next(decoder.parameters(), None)
     dev = p.device if p is not None else observed.device
     was_training = decoder.training

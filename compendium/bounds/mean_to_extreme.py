@@ -138,12 +138,12 @@ def reconstruction_variance(sigma, norm, C, M=None, loss_scale=1.0):
 # ---------------------------------------------------------------------------------------------------------------
 # Proposition 2, Theorem 2, Propositions B.3 and 3: the MSE
 # ---------------------------------------------------------------------------------------------------------------
-def expected_mse(sigma, norm, T=1):
+def expected_mse(*, sigma, norm, T=1):
     """Proposition 2, eq. (21), with Proposition 7: ``E[MSE] = sigma^2 ||X||^2 / T`` (the MVUE's MSE)."""
     return _scalar(_scale(sigma, norm, T))
 
 
-def mse_distribution(N, sigma, norm, T=1):
+def mse_distribution(*, N, sigma, norm, T=1):
     """Theorem 2, eq. (22): ``MSE = sigma^2 ||X||^2 / (N T) * Y``, ``Y ~ chi^2_N``, as a frozen scipy law.
 
     Equivalently Gamma(shape N/2, scale ``2 sigma^2 ||X||^2 / (N T)``); mean ``sigma^2 ||X||^2 / T``, variance
@@ -160,7 +160,7 @@ def mse_cdf(eta, N, sigma, norm, T=1):
     return _scalar(special.gammainc(n / 2.0, x))
 
 
-def rero_gamma_mse(eta, N, sigma, min_norm, T=1):
+def rero_gamma_mse(eta, *, N, sigma, min_norm, T=1):
     """Proposition 3, eq. (24): ``gamma(eta) = Gamma_R(N/2, N eta T / (2 sigma^2 m^2))``.
 
     Bounds ``P(MSE <= eta)`` of the optimal *unbiased* reconstruction for every ``X`` with ``||X|| >= m`` (eq. 23 is
@@ -181,7 +181,7 @@ def rero_gamma_mse_dp_only(eta, N, sigma, C, T=1):
     return mse_cdf(eta, N, sigma, C, T)
 
 
-def mse_threshold(gamma, N, sigma, norm, T=1):
+def mse_threshold(gamma, *, N, sigma, norm, T=1):
     """*[ours]* Inverse of eq. (23): ``eta(gamma) = sigma^2 ||X||^2 F^{-1}_{chi^2_N}(gamma) / (N T)``.
 
     The MSE that the reconstruction reaches with probability exactly ``gamma``; with ``norm = m`` the threshold of
@@ -235,7 +235,7 @@ def psnr_success_probability(eta_db, N, sigma, norm, data_range, T=1):
     return mse_cdf(_mse_of_psnr(eta_db, data_range), N, sigma, norm, T)
 
 
-def rero_gamma_psnr(eta_db, N, sigma, min_norm, data_range, T=1):
+def rero_gamma_psnr(eta_db, *, N, sigma, min_norm, data_range, T=1):
     """Propositions 4-5, eqs. (25)/(27): ``P(PSNR >= eta) <= Gamma_R(N/2, N R_D^2 10^(-eta/10) T / (2 sigma^2 m^2))``.
 
     ``data_range`` is ``R_D`` (global data range), or the nominal range when the PSNR uses one.  For ``C <= m``

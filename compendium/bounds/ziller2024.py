@@ -46,7 +46,7 @@ def clip_factor(X, C):
     return beta if np.ndim(X) > 1 else float(beta[0])
 
 
-def expected_mse(X, C, sigma, T=1):
+def expected_mse(X, *, C, sigma, T=1):
     """Proposition 1, eq. (4): ``E[MSE] = (1 - beta)^2 / N * sum_i x_i^2 + C^2 sigma^2 / T``.
 
     Equivalently ``max(0, ||X|| - C)^2 / N + C^2 sigma^2 / T``: the squared clipping bias plus the noise variance.
@@ -185,7 +185,7 @@ def mse_noncentrality(X, C, sigma, T=1):
     return out if np.ndim(X) > 1 else float(out[0])
 
 
-def mse_distribution(X, C, sigma, T=1):
+def mse_distribution(X, *, C, sigma, T=1):
     """Proposition 5: ``MSE = C^2 sigma^2 / (N T) * Y`` with ``Y ~ chi^2_N(lambda)``; returned as a frozen scipy law."""
     n = _flat(X).shape[1]
     lam = mse_noncentrality(X, C, sigma, T)
@@ -195,7 +195,7 @@ def mse_distribution(X, C, sigma, T=1):
     return stats.ncx2(n, lam, scale=scale)
 
 
-def rero_gamma_mse(eta, N, C, sigma, T=1):
+def rero_gamma_mse(eta, *, N, C, sigma, T=1):
     """Proposition 6: ``P(MSE <= eta) <= gamma = P(N/2, N eta / (2 C^2 sigma^2 / T))`` (regularised lower gamma).
 
     The worst case is ``lambda = 0`` (no clipping): the central chi^2 variable of eq. (12) is stochastically
@@ -205,7 +205,7 @@ def rero_gamma_mse(eta, N, C, sigma, T=1):
                             np.asarray(N, float) * np.asarray(eta, float) / (2.0 * mse_lower_bound(C, sigma, T)))
 
 
-def mse_threshold(gamma, N, C, sigma, T=1):
+def mse_threshold(gamma, *, N, C, sigma, T=1):
     """*[ours]* Inverse of Proposition 6: the MSE ``eta`` reached with probability at most ``gamma``."""
     g = np.asarray(gamma, float)
     if not np.all((g > 0) & (g < 1)):
@@ -218,10 +218,10 @@ def psnr_cdf_prop7(eta, N, C, sigma, data_range=1.0, T=1):
     ``eta_hat = R^2 10^(-eta/10)``.  Exact without clipping; with clipping it is a lower bound on ``P(PSNR <= eta)``.
     """
     eta_hat = np.asarray(data_range, float) ** 2 * 10.0 ** (-np.asarray(eta, float) / 10.0)
-    return 1.0 - rero_gamma_mse(eta_hat, N, C, sigma, T)
+    return 1.0 - rero_gamma_mse(eta_hat, N=N, C=C, sigma=sigma, T=T)
 
 
-def rero_gamma_psnr(eta, N, C, sigma, data_range=1.0, T=1):
+def rero_gamma_psnr(eta, *, N, C, sigma, data_range=1.0, T=1):
     """*[ours]* Success-probability form of Proposition 7: ``P(PSNR >= eta) <= 1 - psnr_cdf_prop7(eta)``."""
     return 1.0 - psnr_cdf_prop7(eta, N, C, sigma, data_range, T)
 

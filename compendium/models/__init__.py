@@ -1,5 +1,5 @@
-"""The networks of the HCR chapter (see ``DESIGN.md``): the small split classifiers the project trains, and the
-pretrained TorchVision ImageNet models of its ``paper`` scale (TorchVision is imported only when one is built)."""
+"""Every network of the project: the small split classifiers and the feature decoder it trains, and the pretrained
+TorchVision ImageNet models of the HCR chapter's ``paper`` scale (TorchVision is imported only when one is built)."""
 from compendium.models.classifiers import (
     CIFAR_NORMALIZATION,
     MNIST_NORMALIZATION,
@@ -8,6 +8,7 @@ from compendium.models.classifiers import (
     SplitClassifier,
     init_parameters,
 )
+from compendium.models.decoders import FeatureDecoder
 from compendium.models.pretrained import (
     IMAGENET_NORMALIZATION,
     ImageNetTransform,
@@ -17,6 +18,6 @@ from compendium.models.pretrained import (
     imagenet_transform,
 )
 
-__all__ = ["CIFAR_NORMALIZATION", "IMAGENET_NORMALIZATION", "MNIST_NORMALIZATION", "CifarCNN", "ImageNetTransform",
-           "MnistMLP", "PretrainedUnavailable", "SplitClassifier", "TorchvisionMissing", "imagenet_split_model",
+__all__ = ["CIFAR_NORMALIZATION", "IMAGENET_NORMALIZATION", "MNIST_NORMALIZATION", "CifarCNN", "FeatureDecoder",
+           "ImageNetTransform", "MnistMLP", "PretrainedUnavailable", "SplitClassifier", "TorchvisionMissing", "imagenet_split_model",
            "imagenet_transform", "init_parameters"]

@@ -1,4 +1,5 @@
-"""Unit tests of compendium.scales: named scales resolve and validate, overrides, chapter registry, devices."""
+"""Unit tests of compendium.chapters and compendium.base: named scales resolve and validate, overrides, the chapter
+registry (read from _toc.yml), devices."""
 from __future__ import annotations
 
 import dataclasses
@@ -6,22 +7,24 @@ import dataclasses
 import pytest
 import torch
 
-from compendium import scales
+from compendium import base, chapters
+from compendium.chapters import hcr as hcr_chapter
+from compendium.chapters import ziller2024
 
 
-@pytest.mark.parametrize("scale", scales.SCALES)
+@pytest.mark.parametrize("scale", chapters.SCALES)
 def test_each_scale_resolves(scale):
-    cfg = scales.ziller(scale, device="cpu", seed=3)
-    assert isinstance(cfg, scales.ZillerScale)
+    cfg = ziller2024.settings(scale, device="cpu", seed=3)
+    assert isinstance(cfg, ziller2024.Settings)
     assert (cfg.scale, cfg.device, cfg.seed) == (scale, "cpu", 3)
-    for key, value in scales.ZILLER_SCALES[scale].items():
+    for key, value in ziller2024.SCALES[scale].items():
         assert getattr(cfg, key) == value
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.n_images = 5  # frozen
 
 
 def test_scales_grow_from_ci_to_paper():
-    ci, book, paper = (scales.ziller(s, device="cpu") for s in ("ci", "book", "paper"))
+    ci, book, paper = (ziller2024.settings(s, device="cpu") for s in ("ci", "book", "paper"))
     assert ci.n_images <= book.n_images <= paper.n_images
     assert ci.resolution < book.resolution < paper.resolution
     assert ci.n_mc < book.n_mc < paper.n_mc
@@ -29,34 +32,34 @@ def test_scales_grow_from_ci_to_paper():
 
 
 def test_default_is_book_scale():
-    cfg = scales.ziller()
+    cfg = ziller2024.settings()
     assert cfg.scale == "book" and cfg.device == "auto" and cfg.seed == 0
 
 
 def test_unknown_scale_lists_valid_ones():
-    with pytest.raises(ValueError, match=r"scale='huge'.*ci, book, paper"):
-        scales.ziller("huge")
-    with pytest.raises(ValueError, match="ci, book, paper"):
-        scales.check_scale("CI")
+    with pytest.raises(ValueError, match=r"scale='huge'.*'ci', 'book', 'paper'"):
+        ziller2024.settings("huge")
+    with pytest.raises(ValueError, match="'ci', 'book', 'paper'"):
+        chapters.check_scale("CI")
 
 
 def test_chapter_registry():
-    ch = scales.chapter("ziller2024")
+    ch = chapters.chapter("ziller2024")
     assert ch.key == "ziller2024" and ch.notebook == "notebooks/ziller2024.ipynb"
     with pytest.raises(ValueError, match=r"chapter='nope'.*ziller2024"):
-        scales.chapter("nope")
+        chapters.chapter("nope")
 
 
 def test_overrides_replace_values_and_none_keeps():
-    cfg = scales.ziller("ci", device="cpu", n_images=13, sigmas=[0.5, 2.0], resolution=None, clip_norms=None)
+    cfg = ziller2024.settings("ci", device="cpu", n_images=13, sigmas=[0.5, 2.0], resolution=None, clip_norms=None)
     assert cfg.n_images == 13
     assert cfg.sigmas == (0.5, 2.0)  # lists become tuples
-    assert cfg.resolution == scales.ZILLER_SCALES["ci"]["resolution"]
-    assert cfg.clip_norms == scales.ZILLER_SCALES["ci"]["clip_norms"]
-    cfg2 = scales.ziller("paper", device="cpu", image_source="photos", use_lpips=False, imagenet_dir=None)
+    assert cfg.resolution == ziller2024.SCALES["ci"]["resolution"]
+    assert cfg.clip_norms == ziller2024.SCALES["ci"]["clip_norms"]
+    cfg2 = ziller2024.settings("paper", device="cpu", image_source="photos", use_lpips=False, imagenet_dir=None)
     assert cfg2.image_source == "photos" and cfg2.use_lpips is False
-    assert cfg2.imagenet_dir == scales.ZILLER_SCALES["paper"]["imagenet_dir"]  # None keeps the scale's
-    cfg3 = scales.ziller("ci", device="cpu", image_source="imagenet", imagenet_dir="/data/val")
+    assert cfg2.imagenet_dir == ziller2024.SCALES["paper"]["imagenet_dir"]  # None keeps the scale's
+    cfg3 = ziller2024.settings("ci", device="cpu", image_source="imagenet", imagenet_dir="/data/val")
     assert (cfg3.image_source, cfg3.imagenet_dir) == ("imagenet", "/data/val")
 
 
@@ -78,7 +81,7 @@ def test_overrides_replace_values_and_none_keeps():
 ])
 def test_bad_overrides_raise(overrides, match):
     with pytest.raises(ValueError, match=match):
-        scales.ziller("ci", device="cpu", **overrides)
+        ziller2024.settings("ci", device="cpu", **overrides)
 
 
 @pytest.mark.parametrize("overrides, match", [
@@ -89,59 +92,59 @@ def test_bad_overrides_raise(overrides, match):
 ])
 def test_grid_overrides_must_be_non_empty_sequences(overrides, match):
     with pytest.raises(ValueError, match=match):
-        scales.ziller("ci", device="cpu", **overrides)
+        ziller2024.settings("ci", device="cpu", **overrides)
 
 
 def test_array_overrides_stored_as_tuples():
     import numpy as np
 
-    cfg = scales.ziller("ci", device="cpu", sigmas=np.array([0.1, 1.0]))
+    cfg = ziller2024.settings("ci", device="cpu", sigmas=np.array([0.1, 1.0]))
     assert cfg.sigmas == (0.1, 1.0)
     hash(cfg)
 
 
 def test_bad_device_raises():
     with pytest.raises(ValueError, match="device"):
-        scales.ziller("ci", device="tpu-ish")
+        ziller2024.settings("ci", device="tpu-ish")
 
 
 def test_resolve_device_auto():
     expected = "cuda" if torch.cuda.is_available() else "cpu"
-    assert scales.resolve_device("auto").type == expected
-    assert scales.resolve_device("cpu") == torch.device("cpu")
+    assert base.resolve_device("auto").type == expected
+    assert base.resolve_device("cpu") == torch.device("cpu")
 
 
 def test_resolve_device_auto_is_cpu_here():
     if torch.cuda.is_available():
         pytest.skip("CUDA is available on this machine")
-    assert scales.resolve_device("auto") == torch.device("cpu")
-    assert scales.resolve_device() == torch.device("cpu")
+    assert base.resolve_device("auto") == torch.device("cpu")
+    assert base.resolve_device() == torch.device("cpu")
 
 
 def test_resolve_device_cuda_without_cuda_raises():
     if torch.cuda.is_available():
-        assert scales.resolve_device("cuda").type == "cuda"
+        assert base.resolve_device("cuda").type == "cuda"
         return
     with pytest.raises(ValueError, match="CUDA is not available"):
-        scales.resolve_device("cuda")
+        base.resolve_device("cuda")
     with pytest.raises(ValueError, match="CUDA is not available"):
-        scales.resolve_device("cuda:0")
+        base.resolve_device("cuda:0")
 
 
 def test_resolve_device_nonsense_raises():
-    with pytest.raises(ValueError, match="not a torch device"):
-        scales.resolve_device("gpu0")
+    with pytest.raises(ValueError, match="allowed: 'auto', 'cpu'"):
+        base.resolve_device("gpu0")
 
 
 def test_repository_root():
-    root = scales.repository_root()
-    assert (root / "_config.yml").is_file() and (root / "compendium" / "scales.py").is_file()
+    root = base.repository_root()
+    assert (root / "_config.yml").is_file() and (root / "_toc.yml").is_file()
 
 
-@pytest.mark.parametrize("scale", scales.SCALES)
+@pytest.mark.parametrize("scale", chapters.SCALES)
 def test_hcr_scales_resolve_offline_below_paper(scale):
-    cfg = scales.hcr(scale, device="cpu")
-    assert isinstance(cfg, scales.HCRScale)
+    cfg = hcr_chapter.settings(scale, device="cpu")
+    assert isinstance(cfg, hcr_chapter.Settings)
     offline = (cfg.gray_data, cfg.colour_data) == ("digits", "photos")
     assert offline == (scale != "paper")
     assert cfg.gray_examples >= 2 and cfg.num_restarts >= 1 and cfg.power_iterations
@@ -161,4 +164,4 @@ def test_hcr_scales_resolve_offline_below_paper(scale):
 ])
 def test_hcr_bad_settings_raise(overrides, match):
     with pytest.raises(ValueError, match=match):
-        scales.hcr("ci", device="cpu", **overrides)
+        hcr_chapter.settings("ci", device="cpu", **overrides)

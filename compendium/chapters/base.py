@@ -1,0 +1,142 @@
+"""What every chapter module shares: the named scales, the chapter registry and the resolution of settings.
+
+A chapter is registered in one place, the book's table of contents: every ``notebooks/<key>`` entry of ``_toc.yml``
+is a chapter, and its settings and pipelines live in the module ``compendium.chapters.<key>``, which defines
+
+* ``TITLE``: the chapter's title;
+* ``SCALES``: ``{"ci": {...}, "book": {...}, "paper": {...}}``, the values of every setting at each scale;
+* ``Settings``: a frozen dataclass derived from :class:`Settings` whose ``validate`` checks the values;
+* ``settings(scale="book", device="auto", seed=0, **overrides)``, which returns ``resolve(Settings, SCALES, ...)``;
+* the pipelines its notebook calls (build the tasks, run a sweep, return a table).
+
+Scales:
+
+* ``ci``    seconds per notebook on 2 CPU cores; used by the tests.
+* ``book``  the default and what the rendered book shows; minutes on a CPU.
+* ``paper`` the paper's own settings for a GPU user; may need downloaded data (the chapter says which).
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+from dataclasses import dataclass, fields, replace
+from types import ModuleType
+
+import yaml
+
+from compendium import validation
+from compendium.base import repository_root, resolve_device
+
+SCALES = ("ci", "book", "paper")
+
+
+def check_scale(scale: str) -> str:
+    """``scale`` if it is one of :data:`SCALES`; a clear error otherwise."""
+    if scale not in SCALES:
+        raise ValueError(f"scale={scale!r}; allowed: one of {', '.join(map(repr, SCALES))} (valid scales)")
+    return scale
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the registry
+# ---------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Chapter:
+    """A chapter of the book: its key (used on the command line), notebook, title and settings module."""
+
+    key: str
+    notebook: str  # path relative to the repository root
+    title: str
+    module: ModuleType
+
+
+def _toc_notebooks(node) -> list[str]:
+    """Every ``file:`` entry under ``notebooks/`` in a parsed ``_toc.yml``, in the book's order."""
+    found = []
+    if isinstance(node, dict):
+        file = node.get("file")
+        if isinstance(file, str) and file.startswith("notebooks/"):
+            found.append(file)
+        for value in node.values():
+            found += _toc_notebooks(value)
+    elif isinstance(node, list):
+        for item in node:
+            found += _toc_notebooks(item)
+    return found
+
+
+@functools.cache
+def registry() -> dict[str, Chapter]:
+    """The chapters in the book's order, read from ``_toc.yml``; each must have its module in
+    ``compendium.chapters``."""
+    toc = yaml.safe_load((repository_root() / "_toc.yml").read_text())
+    out = {}
+    for file in _toc_notebooks(toc):
+        key = file.removeprefix("notebooks/").removesuffix(".ipynb")
+        try:
+            module = importlib.import_module(f"compendium.chapters.{key}")
+        except ModuleNotFoundError as err:
+            raise RuntimeError(f"_toc.yml lists {file}, but compendium/chapters/{key}.py does not exist; every "
+                               "chapter needs its settings module") from err
+        out[key] = Chapter(key, f"notebooks/{key}.ipynb", module.TITLE, module)
+    return out
+
+
+def chapter(key: str) -> Chapter:
+    """The registered chapter called ``key``; a clear error lists the valid keys otherwise."""
+    chapters = registry()
+    if key not in chapters:
+        raise ValueError(f"chapter={key!r}; allowed: one of {', '.join(map(repr, chapters))} (valid chapters)")
+    return chapters[key]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# settings
+# ---------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Settings:
+    """Base of every chapter's settings: the scale, the device (``"auto"``, ``"cpu"``, ``"cuda[:k]"``) and the seed.
+    Subclasses add their fields and check them in :meth:`validate`, which runs on construction."""
+
+    scale: str
+    device: str
+    seed: int
+
+    def __post_init__(self) -> None:
+        check_scale(self.scale)
+        resolve_device(self.device)
+        validation.integer("seed", self.seed, minimum=0)
+        self.validate()
+
+    def validate(self) -> None:
+        """Check the chapter's own fields (raise ``ValueError``)."""
+
+
+def resolve(config: type[Settings], table: dict, scale: str, device: str, seed: int, overrides: dict) -> Settings:
+    """The scale's values of ``config``, replaced by every override that is not ``None``, validated."""
+    check_scale(scale)
+    resolve_device(device)
+    known = {f.name for f in fields(config)}
+    unknown = set(overrides) - known
+    if unknown:
+        valid = sorted(known - {"scale", "device", "seed"})
+        raise ValueError(f"unknown parameter(s) {sorted(unknown)}; valid: {valid}")
+    base = config(scale=scale, device=device, seed=int(seed), **table[scale])
+    return replace(base, **{k: _as_tuple(v) for k, v in overrides.items() if v is not None})
+
+
+def _as_tuple(value):
+    """Lists and arrays given as overrides (e.g. by papermill) become tuples of Python numbers, so settings stay
+    hashable."""
+    if isinstance(value, (list, tuple)) or hasattr(value, "tolist"):
+        items = value.tolist() if hasattr(value, "tolist") else value
+        return tuple(items) if isinstance(items, list) else items
+    return value
+
+
+def check_image_source(source: str, folder: str | None) -> None:
+    """The image chapters' ``image_source``: ``"photos"`` (bundled) or ``"imagenet"`` (which needs a folder)."""
+    validation.choice("image_source", source, ("photos", "imagenet"))
+    if source == "imagenet" and folder is None:
+        raise ValueError("imagenet_dir=None; allowed: a folder of ImageNet validation JPEGs (image_source='imagenet' "
+                         "needs one)")
