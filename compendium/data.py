@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from compendium import validation
 from compendium.base import repository_root
 
 # Bundled in the scikit-image wheel (no download): NASA public domain or CC0.
@@ -139,7 +140,7 @@ def imagenet_val_images(folder: str | Path, n: int, transform,
                         seed: int = 0) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``n`` ImageNet validation images drawn at random without replacement from a folder the user supplies,
     preprocessed by ``transform`` (a PIL image -> tensor callable, e.g. the HCR chapter's
-    :func:`compendium.models.imagenet_transform`; spec E3/E4, the paper uses 128).
+    :func:`compendium.models.imagenet_transform`; the paper uses 128, Sec. 3.3).
 
     ``folder`` is either
 
@@ -152,7 +153,7 @@ def imagenet_val_images(folder: str | Path, n: int, transform,
     A relative ``folder`` is taken from the repository root (as in :func:`compendium.data.chapter_images`).  The
     files are listed in sorted order and ``numpy.random.default_rng(seed).choice(len(files), n, replace=False)``
     picks them (the exact images of the paper, from a seeded shuffled torch ``DataLoader``, cannot be recovered;
-    spec Sec. 7 item 17).  Returns ``(images, labels)``: the stacked transformed images,
+    the authors' code takes the first 8 batches of a seeded shuffled loader).  Returns ``(images, labels)``: the stacked transformed images,
     and labels int64 (n,) or ``None``.  Raises ``ValueError`` before reading any image when the folder is missing or
     holds fewer than ``n`` images.
     """
@@ -210,20 +211,15 @@ DIGITS_TEST_SIZE = 500
 SPLITS = ("train", "test", "all")
 
 
-def _check_split(split: str, allowed: tuple[str, ...] = SPLITS) -> None:
-    if split not in allowed:
-        raise ValueError(f"split={split!r}; allowed: {', '.join(map(repr, allowed))}")
-
-
 def digits(split: str = "train", seed: int = 0, test_size: int = DIGITS_TEST_SIZE) -> tuple[torch.Tensor, torch.Tensor]:
     """scikit-learn's bundled 8x8 digits (1,797 images, no download) as ``(images, labels)``.
 
     Images are (B, 1, 8, 8) float32 in [0, 1] (the 0-16 gray levels divided by 16), labels int64 in 0..9.  The split
     is ``numpy.random.default_rng(seed).permutation(1797)``: its first ``1797 - test_size`` indices are ``"train"``,
-    the last ``test_size`` ``"test"`` (the HCR spec's Notebook B: 1,297 / 500 for seed 0, train mean / std 0.3054 /
+    the last ``test_size`` ``"test"`` (for seed 0: 1,297 / 500 images, train mean / std 0.3054 /
     0.3759); ``"all"`` is the whole set in scikit-learn's order.
     """
-    _check_split(split)
+    validation.choice("split", split, SPLITS)
     from sklearn.datasets import load_digits
 
     if isinstance(test_size, bool) or not isinstance(test_size, int) or not 1 <= test_size <= 1796:
@@ -354,7 +350,7 @@ def mnist(root: str | Path = "data/mnist", split: str = "train",
     layout).  Missing ones are downloaded into ``root`` from :data:`MNIST_MIRRORS` (and MD5-checked) only when
     ``download=True``; otherwise, or when the download fails, ``FileNotFoundError`` says what to fetch from where.
     """
-    _check_split(split, ("train", "test"))
+    validation.choice("split", split, ("train", "test"))
     root = Path(root)
     paths = []
     for name, md5 in MNIST_FILES[split]:
@@ -392,7 +388,7 @@ def cifar10(root: str | Path = "data/cifar10", split: str = "train",
     """
     import pickle
 
-    _check_split(split, ("train", "test"))
+    validation.choice("split", split, ("train", "test"))
     root = Path(root)
     folder = root / CIFAR10_DIR
     names = CIFAR10_FILES[split]

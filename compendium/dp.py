@@ -15,6 +15,8 @@ from opacus.accountants import PRVAccountant, RDPAccountant
 from opacus.optimizers import DPOptimizer
 from scipy import optimize, special
 
+from compendium import validation
+
 # opacus' PRV accountant discretises the privacy-loss distribution; for a single release with a very small noise
 # multiplier (sigma < 0.03, epsilon of order 1000) it raises "Discrete mean differs significantly" or does not
 # finish.  Below this sigma the PRV column is reported as out of range rather than attempted.
@@ -28,10 +30,8 @@ RDP_ORDERS = sorted(set(RDPAccountant.DEFAULT_ALPHAS) | set((1 + np.geomspace(1e
 
 def check_dp_parameters(max_grad_norm: float, noise_multiplier: float) -> None:
     """``ValueError`` unless ``max_grad_norm > 0`` and ``noise_multiplier >= 0`` (0 switches the noise off)."""
-    if not (np.isfinite(max_grad_norm) and max_grad_norm > 0):
-        raise ValueError(f"max_grad_norm (C) must be a finite number > 0; got {max_grad_norm!r}")
-    if not (np.isfinite(noise_multiplier) and noise_multiplier >= 0):
-        raise ValueError(f"noise_multiplier (sigma) must be a finite number >= 0; got {noise_multiplier!r}")
+    validation.positive("max_grad_norm", max_grad_norm, what="C")
+    validation.number("noise_multiplier", noise_multiplier, at_least=0.0, what="sigma; 0 switches the noise off")
 
 
 def make_dp_sgd(
@@ -125,9 +125,6 @@ def epsilon_report(sigmas, steps: int = 1, delta: float = 1e-5) -> list[dict]:
 
 
 def _check_accounting(noise_multiplier: float, steps: int, delta: float) -> None:
-    if not (np.isfinite(noise_multiplier) and noise_multiplier > 0):
-        raise ValueError(f"noise_multiplier (sigma) must be > 0 for a finite epsilon; got {noise_multiplier!r}")
-    if int(steps) != steps or steps < 1:
-        raise ValueError(f"steps must be an integer >= 1; got {steps!r}")
-    if not 0 < delta < 1:
-        raise ValueError(f"delta must lie in (0, 1); got {delta!r}")
+    validation.positive("noise_multiplier", noise_multiplier, what="sigma; > 0 for a finite epsilon")
+    validation.integer("steps", steps)
+    validation.probability("delta", delta)

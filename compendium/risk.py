@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from compendium import validation
 from compendium.bounds import hcr
 from compendium.bounds import mean_to_extreme as mte
 from compendium.bounds import ziller2024 as zb
@@ -53,24 +54,23 @@ class RiskQuery:
     target_probability: float | None = None
 
     def __post_init__(self) -> None:
-        _positive("noise_multiplier", self.noise_multiplier)
-        _positive("clip", self.clip)
-        _integer("dim", self.dim)
-        _integer("steps", self.steps)
-        if not (0 < self.sample_rate <= 1):
-            raise ValueError(f"sample_rate must lie in (0, 1]; got {self.sample_rate!r}")
-        _probability("delta", self.delta)
+        validation.positive("noise_multiplier", self.noise_multiplier)
+        validation.positive("clip", self.clip)
+        validation.integer("dim", self.dim)
+        validation.integer("steps", self.steps)
+        validation.number("sample_rate", self.sample_rate, above=0.0, at_most=1.0, what="Poisson sampling rate q")
+        validation.probability("delta", self.delta)
         if self.min_norm is not None:
-            _positive("min_norm", self.min_norm)
-        _positive("data_range", self.data_range)
+            validation.positive("min_norm", self.min_norm)
+        validation.positive("data_range", self.data_range)
         if self.eta_mse is not None:
-            _positive("eta_mse", self.eta_mse)
-        if self.eta_psnr is not None and not np.isfinite(self.eta_psnr):
-            raise ValueError(f"eta_psnr (dB) must be a finite number; got {self.eta_psnr!r}")
+            validation.positive("eta_mse", self.eta_mse)
+        if self.eta_psnr is not None:
+            validation.number("eta_psnr", self.eta_psnr, what="dB")
         if self.kappa is not None:
-            _probability("kappa", self.kappa)
+            validation.probability("kappa", self.kappa)
         if self.target_probability is not None:
-            _probability("target_probability", self.target_probability)
+            validation.probability("target_probability", self.target_probability)
             if self.eta_mse is None:
                 raise ValueError("target_probability needs eta_mse: the smallest noise multiplier keeps "
                                  "P(MSE <= eta_mse) below target_probability")
@@ -150,8 +150,8 @@ def minimal_noise_multiplier(target_probability: float, eta_mse: float, dim: int
     Without ``min_norm``: Ziller et al. Prop. 6 inverted, ``sigma^2 = N eta T / (C^2 F^{-1}_{chi^2_N}(gamma))``;
     with it: the same with the smallest norm m in place of C (From Mean to Extreme, Theorem 2).
     """
-    _probability("target_probability", target_probability)
-    _positive("eta_mse", eta_mse)
+    validation.probability("target_probability", target_probability)
+    validation.positive("eta_mse", eta_mse)
     scale = clip if min_norm is None else min_norm
     return float(mte.minimal_noise_multiplier(target_probability, eta_mse, dim, scale, steps))
 
@@ -174,14 +174,14 @@ class DitheringQuery:
     releases: int = 1
 
     def __post_init__(self) -> None:
-        _positive("feature_noise", self.feature_noise)
-        _integer("releases", self.releases)
+        validation.positive("feature_noise", self.feature_noise)
+        validation.integer("releases", self.releases)
         if (self.gain is None) == (self.matrix is None):
             raise ValueError("give exactly one of gain (the feature map's largest singular value) or matrix "
                              f"(the n x p matrix of a linear feature map); got gain={self.gain!r} and "
                              f"matrix={'None' if self.matrix is None else 'an array'}")
         if self.gain is not None:
-            _positive("gain", self.gain)
+            validation.positive("gain", self.gain)
         else:
             try:
                 matrix = np.array(self.matrix, dtype=float)
@@ -245,21 +245,6 @@ def assess_dithering(query: DitheringQuery) -> dict:
     out["dithering_unidentifiable_coordinates_source"] = (f"{HCR}, coordinates outside the row space of A: infinite "
                                                           "Cramer-Rao bound, no unbiased estimator exists")
     return out
-
-
-def _positive(name: str, value) -> None:
-    if value is None or not np.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a finite number > 0; got {value!r}")
-
-
-def _integer(name: str, value) -> None:
-    if isinstance(value, bool) or int(value) != value or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1; got {value!r}")
-
-
-def _probability(name: str, value) -> None:
-    if not (0 < value < 1):
-        raise ValueError(f"{name} must be a probability in (0, 1); got {value!r}")
 
 
 def format_report(result: dict) -> str:

@@ -232,7 +232,7 @@ def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, feature_noise: 
 @torch.no_grad()
 def feature_rms(model: nn.Module, x: torch.Tensor, batch_size: int = 1024, device: str | None = None) -> float:
     """Root-mean-square entry of ``model.features(x)`` over all examples and features,
-    :math:`\\sqrt{\\frac{1}{N n}\\sum_b \\|a_{\\theta_b}\\|^2}` (the unit of the paper's noise level, spec Sec. 2)."""
+    :math:`\\sqrt{\\frac{1}{N n}\\sum_b \\|a_{\\theta_b}\\|^2}` (the unit of the paper's noise level: the authors' code sets the noise's standard deviation to a multiple of it)."""
     _eval_checks(model, x, None, batch_size)
     if not hasattr(model, "features"):
         raise ValueError(f"model must have .features (a SplitClassifier); got {type(model).__name__}")

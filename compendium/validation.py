@@ -31,6 +31,8 @@ def integer(name: str, value, *, minimum: int = 1, what: str | None = None):
     """An integer ``>= minimum``: a Python or NumPy integer (``bool`` is refused), returned as ``int``; or an
     array-like of integral values, returned as a float array."""
     rule = f"an integer >= {minimum}"
+    if isinstance(value, (str, bytes)):
+        raise _fail(name, value, rule, what)
     if _is_scalar(value):
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < minimum:
             raise _fail(name, value, rule, what)

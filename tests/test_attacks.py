@@ -232,7 +232,7 @@ def rows_releases(image16):
 
 @pytest.mark.parametrize("M", [1, 5, 25], ids=["M=1", "M=ceil(C/m)", "M=M*"])
 def test_rows_opacus_reconstructions_follow_the_closed_form_law(rows_releases, M):
-    """KS: (X_hat - X) / sd ~ N(0, 1) with sd^2 = sigma^2 max(||X||^2, C^2 / M) (eq. 17, spec 2.5), below and at M*."""
+    """KS: (X_hat - X) / sd ~ N(0, 1) with sd^2 = sigma^2 max(||X||^2, C^2 / M) (eq. 17 of From Mean to Extreme), below and at M*."""
     from compendium.bounds import mean_to_extreme as mte
 
     X, sigma, C, norm, recs = rows_releases

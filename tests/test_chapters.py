@@ -148,7 +148,7 @@ def test_hcr_scales_resolve_offline_below_paper(scale):
     offline = (cfg.gray_data, cfg.colour_data) == ("digits", "photos")
     assert offline == (scale != "paper")
     assert cfg.gray_examples >= 2 and cfg.num_restarts >= 1 and cfg.power_iterations
-    if scale == "paper":  # the paper's settings (spec section 3.2)
+    if scale == "paper":  # the paper's settings (HCR paper, Sec. 3)
         assert (cfg.gray_kappa, cfg.colour_kappa, cfg.gray_diffdivs, cfg.colour_diffdivs, cfg.num_restarts) == \
             (1.0, 5.0, (200.0, 1000.0), (500.0, 1000.0), 25)
 

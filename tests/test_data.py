@@ -22,7 +22,7 @@ def test_photo_crops_shape_dtype_range(crops100):
 
 
 def test_photo_crops_norms_reference(crops100):
-    """Spec R6: 100 crops, N = 3072, norms min / median / max = 4.16 / 25.75 / 41.43 (numpy median; torch's
+    """Reference values (seed 0): 100 crops, N = 3072, norms min / median / max = 4.16 / 25.75 / 41.43 (numpy median; torch's
     median, the lower middle value, is 25.60)."""
     norms = crops100.flatten(1).norm(dim=1).double().numpy()
     assert norms.min() == pytest.approx(4.16, rel=1e-2)
@@ -155,7 +155,7 @@ def test_digits_split_shapes_range_and_spec_constants():
     assert xtr.dtype == torch.float32 and ytr.dtype == torch.int64
     assert xall.min() == 0.0 and xall.max() == 1.0
     assert set(yall.tolist()) == set(range(10))
-    # HCR spec, Notebook B / R5: train mean / std 0.3054 / 0.3759 for seed 0
+    # reference values: train mean / std 0.3054 / 0.3759 for seed 0
     assert xtr.mean().item() == pytest.approx(0.3054, abs=1e-4)
     assert xtr.std(unbiased=False).item() == pytest.approx(0.3759, abs=1e-4)
     # disjoint split covering everything

@@ -12,7 +12,7 @@ def _n_params(model: torch.nn.Module) -> int:
 
 
 def test_paper_sizes_parameter_counts():
-    """Spec E1/E2: 1,238,730 (MNIST MLP) and 38,606,730 (CIFAR CNN) parameters; built on the meta device."""
+    """HCR paper Sec. 3.1/3.2: 1,238,730 (MNIST MLP) and 38,606,730 (CIFAR CNN) parameters; built on the meta device."""
     with torch.device("meta"):
         mlp, cnn = MnistMLP(), CifarCNN()
     assert _n_params(mlp) == 1_238_730 and mlp.feature_dim == 784
@@ -40,7 +40,7 @@ def test_shapes_and_feature_head_split(make, shape):
 
 
 def test_paper_cnn_spatial_shapes_without_padding():
-    """Spec E2: 32x30x30 -> 32x15x15 -> (conv k5) 11x11 -> (pool 3) 3x3 -> (conv k3) 1x1, no padding."""
+    """HCR paper Sec. 3.2: 32x30x30 -> 32x15x15 -> (conv k5) 11x11 -> (pool 3) 3x3 -> (conv k3) 1x1, no padding."""
     model = CifarCNN(3, 32, 10, widths=(4, 8, 16), hidden=8, padding=0)
     x = torch.rand(2, 3, 32, 32)
     shapes = []

@@ -1,4 +1,4 @@
-"""Unit tests of compendium.models.pretrained: the paper-scale ImageNet pipeline of the HCR chapter (spec E3/E4).
+"""Unit tests of compendium.models.pretrained: the paper-scale ImageNet pipeline of the HCR chapter (the paper's Sec. 3.3).
 
 Run everywhere: the 13/32-scaled preprocessing (no torchvision), ``compendium.data.imagenet_val_images`` reading
 tiny folders written here through it, the clear errors, and the model split / BatchNorm coupling / weight cache on a
@@ -40,7 +40,7 @@ def _normalised(rgb_uint8: np.ndarray) -> np.ndarray:
 
 # ----------------------------------------------------------------------------------------------- the constants
 def test_paper_sizes():
-    """Spec E3/E4 and Sec. 7 item 16: 104 / 94 / 91 px, n = 25,088 and 37,632 > p = 3 * 91**2 = 24,843."""
+    """Paper Sec. 3.3 and its remark on degrees of freedom: 104 / 94 / 91 px, n = 25,088 and 37,632 > p = 3 * 91**2 = 24,843."""
     assert pretrained.RESIZE_SIZE == {"resnet18": 104, "swin_t": 94}
     assert pretrained.CROP_SIZE == 91
     assert pretrained.FEATURE_DIMS == {"resnet18": 25_088, "swin_t": 37_632}
@@ -352,7 +352,7 @@ def _check_split_model(name: str, make_full) -> None:
 
 def _check_batch_norm_coupling(name: str) -> None:
     """bn_batch_stats=True: image 0's features change when image 1 changes (and no running statistics remain);
-    False: they do not (spec Sec. 7 item 11)."""
+    False: they do not (the authors' code replaces BatchNorm's running statistics)."""
     x = _images(3)
     x2 = x.clone()
     x2[1] = _images(1, seed=7)[0]

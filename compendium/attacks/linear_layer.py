@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import warnings
 
-import numpy as np
 import torch
 from tqdm import tqdm
 
-from ..dp import check_dp_parameters, make_dp_sgd
+from compendium import validation
+from compendium.dp import check_dp_parameters, make_dp_sgd
 
 # opacus clips a per-sample gradient g by min(1, C / (||g|| + 1e-6)) (DPOptimizer.clip_and_accumulate).
 OPACUS_CLIP_EPS = 1e-6
@@ -86,7 +86,7 @@ def reconstruct(
     ``max_grad_norm >= ||X||`` recovers ``X`` exactly.
     """
     check_dp_parameters(max_grad_norm, noise_multiplier)
-    _check_steps(steps)
+    validation.integer("steps", steps)
     if not lr > 0:
         raise ValueError(f"lr must be > 0; got {lr!r}")
     flat = images.reshape(images.shape[0], -1)
@@ -134,7 +134,7 @@ def sample_release(
     ``n_draws`` the result has a leading axis of that many independent draws.
     """
     check_dp_parameters(max_grad_norm, noise_multiplier)
-    _check_steps(steps)
+    validation.integer("steps", steps)
     flat = images.reshape(images.shape[0], -1)
     beta = (max_grad_norm / flat.norm(dim=1)).clamp(max=1.0)
     shape = images.shape if n_draws is None else (n_draws, *images.shape)
@@ -148,8 +148,10 @@ def sample_release(
 # ---------------------------------------------------------------------------------------------------------------
 def _check_rows_attack(max_grad_norm, noise_multiplier, rows, loss_scale) -> None:
     check_dp_parameters(max_grad_norm, noise_multiplier)
-    _check_count(rows, "rows")
-    _check_loss_scale(loss_scale)
+    validation.integer("rows", rows)
+    validation.number("loss_scale", loss_scale, what="c, non-zero")
+    if loss_scale == 0:
+        raise ValueError(f"loss_scale={loss_scale!r}; allowed: a finite non-zero number (c)")
 
 
 def reconstruct_rows(
@@ -240,17 +242,3 @@ def ratio_attack(
                 noise_multiplier, store, loss_scale=loss_scale, generator=generator, progress=progress,
                 desc="DP-SGD ratio attack")
     return out.reshape(rows, *images.shape)
-
-
-def _check_steps(steps) -> None:
-    _check_count(steps, "steps")
-
-
-def _check_count(value, name: str) -> None:
-    if int(value) != value or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1; got {value!r}")
-
-
-def _check_loss_scale(loss_scale) -> None:
-    if not (np.isfinite(loss_scale) and loss_scale != 0):
-        raise ValueError(f"loss_scale (c) must be a finite non-zero number; got {loss_scale!r}")

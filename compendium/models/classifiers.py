@@ -1,5 +1,5 @@
 """The small classifiers of the HCR chapter (Guo, Karrer, Sablayrolles, Maeng and Chaudhuri; see
-``/work/shared/specs/seed-002-hcr-bounds.md``, Sec. 3.1 / 3.2 of the paper, experiments E1 and E2 of the spec).
+Sec. 3.1 and 3.2 of the paper, and the authors' code, github.com/facebookresearch/hcrbounds).
 
 Each network is split into a feature extractor ``features`` (all layers up to and including the last hidden ReLU,
 the :math:`a_\\theta` of the paper) and a ``head`` (one affine layer; the softmax is left to the loss), so that the
@@ -25,15 +25,12 @@ import math
 import torch
 from torch import nn
 
+from compendium import validation
+
 #: (mean, std) of the paper's MNIST normalisation ``(x - 0.1307) / 0.3081`` (the paper prints "0.1037", a typo).
 MNIST_NORMALIZATION = (0.1307, 0.3081)
 #: (mean, std) of the paper's CIFAR-10 normalisation ``(x - 0.5) / 0.5 = 2x - 1``.
 CIFAR_NORMALIZATION = (0.5, 0.5)
-
-
-def _check_positive_int(name: str, value, minimum: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name}={value!r}; allowed: an integer >= {minimum}")
 
 
 def init_parameters(module: nn.Module, generator: torch.Generator | None = None) -> nn.Module:
@@ -77,21 +74,21 @@ class SplitClassifier(nn.Module):
 
 
 class MnistMLP(SplitClassifier):
-    """The paper's MNIST network (Sec. 3.1; spec E1):
+    """The paper's MNIST network (Sec. 3.1):
     Flatten -> Affine(d, h) -> ReLU -> Affine(h, h) -> ReLU  (features, n = h) -> Affine(h, num_classes)  (head),
     with ``d = in_channels * image_size**2`` and ``h = hidden`` (default ``d``: the paper's 784 on MNIST, 1,238,730
-    parameters; 64 on scikit-learn's 8x8 digits, the spec's Notebook B toy).
+    parameters; 64 on scikit-learn's 8x8 digits, the book-scale stand-in).
     """
 
     def __init__(self, in_channels: int = 1, image_size: int = 28, num_classes: int = 10, hidden: int | None = None,
                  generator: torch.Generator | None = None):
         for name, value in (("in_channels", in_channels), ("image_size", image_size), ("num_classes", num_classes)):
-            _check_positive_int(name, value)
+            validation.integer(name, value)
         if num_classes < 2:
             raise ValueError(f"num_classes={num_classes!r}; allowed: an integer >= 2")
         d = in_channels * image_size * image_size
         hidden = d if hidden is None else hidden
-        _check_positive_int("hidden", hidden)
+        validation.integer("hidden", hidden)
         features = nn.Sequential(nn.Flatten(), nn.Linear(d, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU())
         head = nn.Sequential(nn.Linear(hidden, num_classes))
         super().__init__(features, head, hidden, num_classes, in_channels, image_size)
@@ -103,7 +100,7 @@ def _conv_out(size: int, kernel: int, padding: int) -> int:
 
 
 class CifarCNN(SplitClassifier):
-    """The paper's CIFAR-10 network (Sec. 3.2; spec E2, adapted by the paper from Shahrestani 2021):
+    """The paper's CIFAR-10 network (Sec. 3.2, adapted by the paper from Shahrestani 2021):
 
     Conv(c, w1, k3) -> ReLU -> MaxPool2 -> Conv(w1, w2, k5) -> ReLU -> MaxPool3 -> Conv(w2, w3, k3) -> ReLU
     -> Flatten -> Affine(., hidden) -> ReLU  (features, n = hidden)  -> Affine(hidden, num_classes)  (head).
@@ -119,12 +116,12 @@ class CifarCNN(SplitClassifier):
                  widths: tuple[int, int, int] = (32, 1024, 3072), hidden: int = 3072,
                  padding: int | str = "auto", generator: torch.Generator | None = None):
         for name, value in (("in_channels", in_channels), ("image_size", image_size), ("hidden", hidden)):
-            _check_positive_int(name, value)
-        _check_positive_int("num_classes", num_classes, 2)
+            validation.integer(name, value)
+        validation.integer("num_classes", num_classes, minimum=2)
         if len(tuple(widths)) != 3:
             raise ValueError(f"widths={widths!r}; allowed: three positive integers (conv1, conv2, conv3 channels)")
         for i, w in enumerate(widths):
-            _check_positive_int(f"widths[{i}]", w)
+            validation.integer(f"widths[{i}]", w)
         if padding == "auto":
             padding = 0 if image_size >= 28 else "same"
         if padding not in (0, "same"):

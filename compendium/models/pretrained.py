@@ -1,5 +1,5 @@
 """The pretrained ImageNet classifiers of the HCR chapter at ``paper`` scale (TorchVision ResNet-18 and Swin-T; see
-``/work/shared/specs/seed-002-hcr-bounds.md``, Sec. 3.3 of the paper, experiments E3 and E4 of the spec).
+Sec. 3.3 of the paper and the authors' code, github.com/facebookresearch/hcrbounds).
 
 Everything here follows the authors' code (``facebookresearch/hcrbounds``, ``codes/testers.py``):
 
@@ -7,7 +7,7 @@ Everything here follows the authors' code (``facebookresearch/hcrbounds``, ``cod
   by 13/32 (:func:`imagenet_transform`): resize the shorter side to ``13 * 256 // 32 = 104`` (ResNet-18, bilinear) or
   ``13 * 232 // 32 = 94`` (Swin-T, bicubic), centre-crop ``13 * 224 // 32 = 91``, scale to [0, 1] and normalise
   with :data:`IMAGENET_NORMALIZATION`; :func:`compendium.data.imagenet_val_images` reads them through it.  The input :math:`\\theta` of the HCR bound therefore lives in the normalised
-  3x91x91 space, :math:`p = 24{,}843` (spec Sec. 7 item 16: fewer than the :math:`n` features, which is why the
+  3x91x91 space, :math:`p = 24{,}843` (fewer than the :math:`n` features, which is why the
   paper downsamples; the bounds are on the 91x91 image, not on the original photograph).
 * **Models.**  :func:`imagenet_split_model` returns a :class:`~compendium.models.classifiers.SplitClassifier` whose
   ``features`` start with ``nn.Upsample(size=[224, 224], mode='bilinear')`` (91 -> 224, a factor 32/13) and end
@@ -18,7 +18,7 @@ Everything here follows the authors' code (``facebookresearch/hcrbounds``, ``cod
   - Swin-T: upsample -> ``features`` (``children[:-5]``) -> 7x7x768 channels-last, :math:`n = 37{,}632`;
     head: unflatten -> norm -> permute -> avgpool -> flatten -> head (TorchVision's ``SwinTransformer.forward``).
 
-  With ``bn_batch_stats=True`` (the default, as in the authors' code; spec Sec. 3.3 and Sec. 7 item 11)
+  With ``bn_batch_stats=True`` (the default, as in the authors' code, which calls ``torch.func.replace_all_batch_norm_modules_``)
   ``torch.func.replace_all_batch_norm_modules_`` removes the running statistics, so ResNet-18's BatchNorm layers
   normalise with the statistics *of the batch* even in ``eval()``: the features of one image depend on the other
   images of the batch (the paper's 16), and the joint Jacobian couples them.  Swin-T has no BatchNorm.
@@ -43,7 +43,7 @@ from torch import nn
 from compendium.data import IMAGENET_CLASSES
 from compendium.models.classifiers import SplitClassifier
 
-#: The two architectures of the paper's ImageNet experiments (spec E3, E4).
+#: The two architectures of the paper's ImageNet experiments (Sec. 3.3.1 and 3.3.2).
 MODEL_NAMES = ("resnet18", "swin_t")
 #: (mean, std) per RGB channel of TorchVision's ImageNet weights (``Normalize`` in their ``transforms()``).
 IMAGENET_NORMALIZATION = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
@@ -169,8 +169,8 @@ def _torchvision_models(name: str):
     except (ImportError, RuntimeError) as err:  # RuntimeError: a torchvision built for another torch
         error = TorchvisionMissing(
             f"imagenet_split_model({name!r}) needs torchvision, which cannot be imported here ({err}). The HCR "
-            "chapter's paper-scale ImageNet experiments run TorchVision's pretrained ResNet-18 and Swin-T (spec "
-            "E3/E4). Install it with `pip install torchvision` (the build that matches your torch; environment.yml "
+            "chapter's paper-scale ImageNet experiments run TorchVision's pretrained ResNet-18 and Swin-T (paper "
+            "Sec. 3.3). Install it with `pip install torchvision` (the build that matches your torch; environment.yml "
             "installs it); the ci and book scales do not need it.")
         error.name = "torchvision"
         raise error from err
@@ -218,7 +218,7 @@ def _split(name: str, full: nn.Module) -> tuple[nn.Sequential, nn.Sequential]:
     names = tuple(n for n, _ in children)
     if names != _CHILDREN[name]:
         raise RuntimeError(f"torchvision's {name} has the children {names}, not {_CHILDREN[name]}; this split "
-                           "(spec E3/E4) needs updating for this torchvision version")
+                           "(the paper's Sec. 3.3) needs updating for this torchvision version")
     upsample = ("interp", nn.Upsample(size=[UPSAMPLE_SIZE, UPSAMPLE_SIZE], mode="bilinear"))
     unflatten = ("unflatten", nn.Unflatten(1, FEATURE_SHAPES[name]))
     if name == "resnet18":  # features: children[:-2]; head: avgpool -> flatten -> fc
@@ -232,7 +232,7 @@ def _split(name: str, full: nn.Module) -> tuple[nn.Sequential, nn.Sequential]:
 
 def imagenet_split_model(name: str, weights="DEFAULT", bn_batch_stats: bool = True, *, download: bool = True,
                          progress: bool = False) -> SplitClassifier:
-    """A pretrained TorchVision ImageNet classifier split as in the paper (spec E3/E4; see the module docstring).
+    """A pretrained TorchVision ImageNet classifier split as in the paper (Sec. 3.3; see the module docstring).
 
     ``name``: ``"resnet18"`` (features :math:`n = 25{,}088`) or ``"swin_t"`` (:math:`n = 37{,}632`).  Inputs are
     normalised (B, 3, 91, 91) images (:func:`imagenet_transform`; any size works, the model upsamples to 224);
@@ -243,8 +243,8 @@ def imagenet_split_model(name: str, weights="DEFAULT", bn_batch_stats: bool = Tr
     weights come from TorchVision's cache ``$TORCH_HOME/hub/checkpoints`` and are downloaded there when missing
     (unless ``download=False``); when that fails :class:`PretrainedUnavailable` says which file to put where.
 
-    ``bn_batch_stats``: apply ``torch.func.replace_all_batch_norm_modules_`` (the authors' code does; spec Sec. 7
-    item 11), so BatchNorm uses the batch's statistics even in ``eval()`` and the features of an image depend on
+    ``bn_batch_stats``: apply ``torch.func.replace_all_batch_norm_modules_`` (the authors' code does),
+    so BatchNorm uses the batch's statistics even in ``eval()`` and the features of an image depend on
     the rest of its batch.  ``False`` keeps standard eval-mode BatchNorm (running statistics).  No effect on Swin-T.
 
     Returns the model in ``eval()`` mode (Swin-T's stochastic depth and dropout off) with its parameters frozen
