@@ -165,3 +165,53 @@ def test_hcr_scales_resolve_offline_below_paper(scale):
 def test_hcr_bad_settings_raise(overrides, match):
     with pytest.raises(ValueError, match=match):
         hcr_chapter.settings("ci", device="cpu", **overrides)
+
+
+def test_registry_follows_the_table_of_contents_and_every_chapter_module_is_in_it():
+    import pkgutil
+
+    import yaml
+
+    toc = (base.repository_root() / "_toc.yml").read_text()
+    keys = list(chapters.registry())
+    assert keys == [k for k in ("ziller2024", "mean_to_extreme", "hcr", "calculator") if k in keys]
+    assert [f"notebooks/{k}" for k in keys] == [line.split("file:")[1].strip() for line in toc.splitlines()
+                                                if "file: notebooks/" in line]
+    modules = {m.name for m in pkgutil.iter_modules(chapters.__path__)} - {"base"}
+    assert modules == set(keys), f"chapter modules without a _toc.yml entry: {modules - set(keys)}"
+    for chapter in chapters.registry().values():
+        assert chapter.title == chapter.module.TITLE and set(chapter.module.SCALES) == set(chapters.SCALES)
+    assert yaml.safe_load(toc)["format"] == "jb-book"
+
+
+def test_no_module_below_the_chapters_imports_them():
+    """Imports point one way: notebooks -> chapters -> attacks/bounds -> metrics/dp/data/models/train -> base. Only the
+    build pipeline and the command line (which run the chapters) may import compendium.chapters."""
+    import ast
+
+    package = base.repository_root() / "compendium"
+    offenders = []
+    for path in package.rglob("*.py"):
+        relative = path.relative_to(package).as_posix()
+        if relative.startswith("chapters/") or relative in ("book.py", "cli.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if any(n.startswith("compendium.chapters") or n == "chapters" for n in names):
+                offenders.append(relative)
+            if isinstance(node, ast.ImportFrom) and node.module == "compendium" and \
+                    any(a.name == "chapters" for a in node.names):
+                offenders.append(relative)
+    assert not offenders, f"modules below the chapters import them: {sorted(set(offenders))}"
+
+
+def test_unknown_chapter_module_gives_a_clear_error(monkeypatch, tmp_path):
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n  - file: notebooks/nope\n")
+    monkeypatch.setattr("compendium.chapters.base.repository_root", lambda: tmp_path)
+    chapters.registry.cache_clear()
+    try:
+        with pytest.raises(RuntimeError, match=r"compendium/chapters/nope.py does not exist"):
+            chapters.registry()
+    finally:
+        chapters.registry.cache_clear()
