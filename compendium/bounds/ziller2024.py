@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import special, stats
 
+from compendium import validation
+
 __all__ = [
     "clip_factor", "expected_mse", "expected_mse_decomposition", "mse_lower_bound", "psnr_upper_bound", "psnr_jensen_gap", "expected_psnr_exact",
     "ncc_snr", "ncc_eq7", "ncc_bound_dim", "ncc_bound_free", "ncc_cdf_exact", "ncc_mean_exact",
@@ -22,14 +24,18 @@ __all__ = [
 ]
 
 
-def _check_dp(C=None, sigma=None, T=1) -> None:
-    """Raise a clear error for a non-positive clipping norm, noise multiplier or step count."""
-    if C is not None and not np.all(np.asarray(C, float) > 0):
-        raise ValueError(f"C (maximum gradient norm) must be > 0; got {C!r}")
-    if sigma is not None and not np.all(np.asarray(sigma, float) > 0):
-        raise ValueError(f"sigma (noise multiplier) must be > 0; got {sigma!r}")
-    if not np.all(np.asarray(T, float) >= 1):
-        raise ValueError(f"T (number of averaged steps) must be >= 1; got {T!r}")
+# Input rules (compendium.validation; scalars or arrays, checked elementwise).  The values are only checked: every
+# function computes with its arguments as given.
+def _check_C(C) -> None:
+    validation.positive("C", C, what="maximum gradient norm")
+
+
+def _check_sigma(sigma) -> None:
+    validation.positive("sigma", sigma, what="noise multiplier")
+
+
+def _check_T(T) -> None:
+    validation.number("T", T, at_least=1, what="number of averaged steps")
 
 
 def _flat(X) -> np.ndarray:
@@ -40,7 +46,7 @@ def _flat(X) -> np.ndarray:
 
 def clip_factor(X, C):
     """Eq. (3): ``beta = 1 / max(1, ||X||_2 / C) = min(1, C / ||X||_2)`` per sample (rows of a batch)."""
-    _check_dp(C=C)
+    _check_C(C)
     norm = np.linalg.norm(_flat(X), axis=1)
     beta = 1.0 / np.maximum(1.0, norm / C)
     return beta if np.ndim(X) > 1 else float(beta[0])
@@ -51,7 +57,9 @@ def expected_mse(X, *, C, sigma, T=1):
 
     Equivalently ``max(0, ||X|| - C)^2 / N + C^2 sigma^2 / T``: the squared clipping bias plus the noise variance.
     """
-    _check_dp(C, sigma, T)
+    _check_C(C)
+    _check_sigma(sigma)
+    _check_T(T)
     x = _flat(X)
     n = x.shape[1]
     out = np.maximum(0.0, np.linalg.norm(x, axis=1) - C) ** 2 / n + mse_lower_bound(C, sigma, T)
@@ -64,7 +72,9 @@ def expected_mse_decomposition(X, C, sigma, T=1):
     Returns the three terms (squared bias of the mean, scaled data variance, noise variance); their sum is
     :func:`expected_mse`.  Mean and variance are empirical over the N coordinates of each sample.
     """
-    _check_dp(C, sigma, T)
+    _check_C(C)
+    _check_sigma(sigma)
+    _check_T(T)
     x = _flat(X)
     shrink = 1.0 - 1.0 / np.maximum(1.0, np.linalg.norm(x, axis=1) / C)
     parts = ((shrink * x.mean(axis=1)) ** 2, shrink**2 * x.var(axis=1),
@@ -74,7 +84,9 @@ def expected_mse_decomposition(X, C, sigma, T=1):
 
 def mse_lower_bound(C, sigma, T=1):
     """Proposition 1, eq. (5), with Proposition 4: ``E[MSE] >= C^2 sigma^2 / T`` (equality iff ``||X|| <= C``)."""
-    _check_dp(C, sigma, T)
+    _check_C(C)
+    _check_sigma(sigma)
+    _check_T(T)
     return np.asarray(C, float) ** 2 * np.asarray(sigma, float) ** 2 / np.asarray(T, float)
 
 
@@ -95,9 +107,8 @@ def psnr_jensen_gap(N):
     PSNR is the printed bound (6) plus ``Delta_N`` > 0: eq. (6) is not an upper bound.  With clipping the MSE is
     stochastically larger, so ``(6) + Delta_N`` is a valid bound for every ``X``.
     """
+    validation.number("N", N, at_least=1, what="data dimension")
     N = np.asarray(N, float)
-    if not np.all(N >= 1):
-        raise ValueError(f"N (data dimension) must be >= 1; got {N!r}")
     return 10.0 / np.log(10.0) * (np.log(N / 2.0) - special.digamma(N / 2.0))
 
 
@@ -111,7 +122,9 @@ def ncc_snr(X, C, sigma, T=1):
 
     ``a <= sqrt(T) / sigma``, with equality iff ``X`` is centred and clipped (this is how bound (8) arises).
     """
-    _check_dp(C, sigma, T)
+    _check_C(C)
+    _check_sigma(sigma)
+    _check_T(T)
     x = _flat(X)
     beta = 1.0 / np.maximum(1.0, np.linalg.norm(x, axis=1) / C)
     centred = np.linalg.norm(x - x.mean(axis=1, keepdims=True), axis=1)
@@ -133,7 +146,8 @@ def ncc_eq7(X, C, sigma, T=1):
 
 def ncc_bound_dim(N, sigma, T=1):
     """Proposition 3, eq. (8): ``E[NCC] <= (1 + N sigma^2 / T)^(-1/2)`` (dimension-aware; attained by centred, clipped X)."""
-    _check_dp(sigma=sigma, T=T)
+    _check_sigma(sigma)
+    _check_T(T)
     return 1.0 / np.sqrt(1.0 + np.asarray(N, float) * np.asarray(sigma, float) ** 2 / np.asarray(T, float))
 
 
@@ -150,8 +164,7 @@ def ncc_cdf_exact(t, N, a):
     ``NCC = tau / sqrt(tau^2 + N - 2)`` with ``tau`` non-central t (``N - 2`` d.o.f., non-centrality ``a``).  Hence
     ``P(NCC <= t) = F_{t'(N-2, a)}(t sqrt((N-2)/(1-t^2)))``.  Replaces the paper's Proposition A.1 (eqs. 68-79).
     """
-    if np.any(np.asarray(N) < 3):
-        raise ValueError(f"N must be >= 3 for the NCC law (the NCC is undefined below); got {N!r}")
+    validation.number("N", N, at_least=3, what="data dimension; the NCC is undefined below 3")
     t = np.clip(np.asarray(t, float), -1.0, 1.0)
     nu = np.asarray(N, float) - 2.0
     with np.errstate(divide="ignore"):
@@ -165,8 +178,7 @@ def ncc_mean_exact(N, a, n_hermite=120, n_quantiles=4000):
     Accurate to about 1e-5 for N >= 10.  The data-independent maximum is ``ncc_mean_exact(N, sqrt(T)/sigma)``, which
     exceeds bound (8) by O(1/N) relative (Table 1, N = 10: 31.0 % instead of the printed 30.2 %).
     """
-    if N < 3:
-        raise ValueError(f"N must be >= 3 for the NCC law; got {N!r}")
+    validation.number("N", N, at_least=3, what="data dimension; the NCC is undefined below 3")
     g, w = np.polynomial.hermite_e.hermegauss(n_hermite)
     w = w / w.sum()
     q = stats.chi2(N - 2).ppf((np.arange(n_quantiles) + 0.5) / n_quantiles)
@@ -179,6 +191,9 @@ def ncc_mean_exact(N, a, n_hermite=120, n_quantiles=4000):
 
 def mse_noncentrality(X, C, sigma, T=1):
     """Proposition 5, eq. (11): ``lambda = (1 - beta)^2 / (C^2 sigma^2 / T) * sum_i x_i^2``."""
+    _check_C(C)
+    _check_sigma(sigma)
+    _check_T(T)
     x = _flat(X)
     beta = 1.0 / np.maximum(1.0, np.linalg.norm(x, axis=1) / C)
     out = (1 - beta) ** 2 * (x * x).sum(axis=1) / mse_lower_bound(C, sigma, T)
@@ -207,9 +222,8 @@ def rero_gamma_mse(eta, *, N, C, sigma, T=1):
 
 def mse_threshold(gamma, *, N, C, sigma, T=1):
     """*[ours]* Inverse of Proposition 6: the MSE ``eta`` reached with probability at most ``gamma``."""
+    validation.probability("gamma", gamma, what="success probability")
     g = np.asarray(gamma, float)
-    if not np.all((g > 0) & (g < 1)):
-        raise ValueError(f"gamma must lie in (0, 1); got {gamma!r}")
     return mse_lower_bound(C, sigma, T) / np.asarray(N, float) * stats.chi2(N).ppf(g)
 
 
@@ -233,10 +247,10 @@ def worst_case_success(sigma, kappa, T=1):
     Hayes et al. 2023; Kaissis et al. 2023a): ``gamma = Phi(Phi^{-1}(kappa) + sqrt(T) / sigma)``, where ``kappa`` is
     the prior probability of a correct match by chance.
     """
-    _check_dp(sigma=sigma, T=T)
+    _check_sigma(sigma)
+    _check_T(T)
+    validation.probability("kappa", kappa, closed=True, what="prior success probability")
     k = np.asarray(kappa, float)
-    if not np.all((k >= 0) & (k <= 1)):
-        raise ValueError(f"kappa (prior success probability) must lie in [0, 1]; got {kappa!r}")
     return stats.norm.cdf(stats.norm.ppf(k) + np.sqrt(np.asarray(T, float)) / np.asarray(sigma, float))
 
 

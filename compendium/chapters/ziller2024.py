@@ -1,11 +1,20 @@
-"""The Ziller et al. (2024) chapter: its settings at each scale and the pipelines its notebook calls."""
+"""The Ziller et al. (2024) chapter: its settings at each scale and the pipelines its notebook calls.
+
+The pipelines compute; the notebook checks.  Each pipeline returns the numbers (a ``pandas.DataFrame``, Monte-Carlo
+draws, closed-form laws) and the notebook's cells assert the paper's claims on them with :mod:`compendium.checks`.
+Random draws come from the generators the caller passes (or from a fresh one seeded with ``seed``), consumed in a
+fixed order, so a pipeline gives the same numbers every time it is called in the same place.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+import pandas as pd
 import torch
 
-from compendium import validation
+from compendium import checks, metrics, validation
+from compendium.bounds import ziller2024 as zb
 from compendium.chapters.base import Settings as _Settings
 from compendium.chapters.base import check_image_source, resolve
 
@@ -76,3 +85,245 @@ class Settings(_Settings):
 def settings(scale: str = "book", device: str = "auto", seed: int = 0, **overrides) -> Settings:
     """The chapter's settings: the scale's values, replaced by every override that is not ``None``."""
     return resolve(Settings, SCALES, scale, device, seed, overrides)
+
+
+# The attack (opacus) and the plotting (seaborn) take seconds to import, and the chapter registry imports every
+# chapter module to read its settings: the pipelines that need them import them when they run.
+def _attack():
+    from compendium.attacks import linear_layer
+
+    return linear_layer
+
+
+def describe_images(cfg: Settings, device, images: torch.Tensor, lpips_ok: bool, lpips_reason: str) -> str:
+    """Two lines for the set-up cell: the scale, the device, the seed, the images (count, size, dimension N and
+    their L2 norms, which decide where clipping starts in Figure 1) and whether LPIPS (Figure 4) is computed."""
+    norms = images.flatten(1).norm(dim=1).cpu().numpy()
+    return (f"scale={cfg.scale}, device={device}, seed={cfg.seed}: {cfg.n_images} images of "
+            f"3x{cfg.resolution}x{cfg.resolution} (N = {images[0].numel()}), norms min/median/max = "
+            f"{norms.min():.2f}/{np.median(norms):.2f}/{norms.max():.2f}\n"
+            "LPIPS: " + ("used" if lpips_ok else f"skipped ({lpips_reason})"))
+
+
+def ncc_cases(rng: np.random.Generator, *, n_mc: int, seed: int, sizes=(10, 50)):
+    """Proposition 3 (eqs. 7-9) on one-dimensional samples: Monte-Carlo NCC of releases against its exact mean.
+
+    For each ``N`` in ``sizes`` a uniform sample ``x`` (drawn from ``rng``) is used centred and as drawn, clipped to
+    half its norm (``beta = 1/2``, ``C = ||x|| / 2``, ``sigma = 1``); ``n_mc`` releases of the observation model
+    (eq. 3; fresh generator seeded with ``seed`` per case) give the NCC.  Returns ``(table, draws)``: one row per case
+    with the signal-to-noise ratio ``a`` (:func:`~compendium.bounds.ziller2024.ncc_snr`), the Monte-Carlo mean and its
+    standard error, our exact mean, the paper's eq. (7) and bound (8); ``draws[(N, kind)]`` are the NCC values.
+    """
+    attack = _attack()
+    rows, draws = [], {}
+    for n in sizes:
+        sample = rng.random(n)
+        for kind, x in (("centred", sample - sample.mean()), ("non-centred", sample)):
+            C, s = 0.5 * np.linalg.norm(x), 1.0  # clipped: beta = 1/2
+            xt = torch.tensor(x)[None]
+            rel = attack.sample_release(xt, C, s, n_draws=n_mc, generator=torch.Generator().manual_seed(seed))[:, 0]
+            ncc_draws = metrics.ncc(xt.expand_as(rel), rel).numpy()
+            a = zb.ncc_snr(x, C, s)
+            mean, se = checks.mean_se(ncc_draws)
+            rows.append({"N": n, "sample": kind, "a": a, "MC mean NCC": mean, "± SE": se,
+                         "exact mean (ours)": zb.ncc_mean_exact(n, a), "eq. (7)": zb.ncc_eq7(x, C, s),
+                         "bound (8)": float(zb.ncc_bound_dim(n, s))})
+            draws[(n, kind)] = ncc_draws
+    return pd.DataFrame(rows), draws
+
+
+def rero_cases(rng: np.random.Generator, *, n_mc: int, seed: int, n: int = 48, sigma: float = 0.3):
+    """Propositions 5-7 (Section 2.3, eqs. 10-14) on a uniform sample of ``n`` values drawn from ``rng``.
+
+    Three clipping norms (unclipped ``C = 2 ||x||``; clipped to ``beta = 0.9`` and ``beta = 0.5``), ``n_mc`` releases
+    each (eq. 3; fresh generator seeded with ``seed``).  At MSE thresholds ``eta = 0.8, 1.0, 1.2`` times ``C^2
+    sigma^2`` (bound 5), and the PSNR thresholds ``10 log10(R^2 / eta)`` with the sample's range ``R``, it tabulates
+    the Monte-Carlo success probabilities ``P(MSE <= eta)`` and ``P(PSNR >= eta)`` beside the ``gamma`` of
+    Propositions 6 and 7, and the non-centrality ``lambda`` of Proposition 5 (eq. 11).  Returns ``(table, mse,
+    laws)``: ``mse[case]`` the Monte-Carlo MSEs and ``laws[case]`` the law of Proposition 5 they should follow.
+    """
+    attack = _attack()
+    x = rng.random(n)
+    r = x.max() - x.min()
+    norm = np.linalg.norm(x)
+    rows, mse_draws, laws = [], {}, {}
+    for label, C in (("unclipped", 2 * norm), ("clipped, β = 0.9", 0.9 * norm), ("clipped, β = 0.5", 0.5 * norm)):
+        xt = torch.tensor(x)[None]
+        rel = attack.sample_release(xt, C, sigma, n_draws=n_mc, generator=torch.Generator().manual_seed(seed))[:, 0]
+        m = metrics.mse(xt.expand_as(rel), rel).numpy()
+        ps = metrics.psnr(xt.expand_as(rel), rel).numpy()
+        mse_draws[label], laws[label] = m, zb.mse_distribution(x, C=C, sigma=sigma)
+        lam = zb.mse_noncentrality(x, C, sigma)
+        for eta in (0.8, 1.0, 1.2):
+            thr = eta * C**2 * sigma**2  # MSE threshold at eta times the bound
+            eta_psnr = 10 * np.log10(r**2 / thr)
+            rows.append({"case": label, "λ": lam, "η (MSE)": thr, "P(MSE ≤ η) MC": float(np.mean(m <= thr)),
+                         "γ (Prop. 6)": float(zb.rero_gamma_mse(thr, N=n, C=C, sigma=sigma)),
+                         "η (PSNR, dB)": eta_psnr, "P(PSNR ≥ η) MC": float(np.mean(ps >= eta_psnr)),
+                         "γ (Prop. 7)": float(zb.rero_gamma_psnr(eta_psnr, N=n, C=C, sigma=sigma, data_range=r))})
+    return pd.DataFrame(rows), mse_draws, laws
+
+
+def figure2(*, n_mc: int, seed: int, n: int = 50) -> dict:
+    """Figure 2 (Section 3.2): the CDFs of MSE, PSNR and NCC at ``C = sigma = T = 1``, ``N = n``, with Monte Carlo.
+
+    The worst cases: an unclipped sample of range 1 (``||X|| = C``) for the MSE (Proposition 6) and the PSNR
+    (Proposition 7), and a centred sample clipped to ``beta = 1/2`` (``a = 1 / sigma``) for the NCC (our exact law,
+    :func:`~compendium.bounds.ziller2024.ncc_cdf_exact`).  Returns, per metric, ``draws`` (``n_mc`` Monte-Carlo
+    values from one generator seeded with ``seed``), ``cdf`` (the closed form), ``bound`` (the bound on the
+    expectation: eq. 5, eq. 6 or eq. 8), and the ``grid`` and ``xlabel`` of the plot (:func:`plot_figure2`).
+    """
+    attack = _attack()
+    C, s = 1.0, 1.0
+    x_unclipped = torch.zeros(1, n, dtype=torch.float64)
+    x_unclipped[0, 0] = 1.0  # ||X|| = 1 = C: not clipped, range R = 1
+    x_centred = torch.tensor(np.r_[np.ones(n // 2), -np.ones(n // 2)] * 2 / np.sqrt(n))[None]  # ||X|| = 2: beta = 1/2
+    g = torch.Generator().manual_seed(seed)
+    rel_u = attack.sample_release(x_unclipped, C, s, n_draws=n_mc, generator=g)[:, 0]
+    rel_c = attack.sample_release(x_centred, C, s, n_draws=n_mc, generator=g)[:, 0]
+    a = zb.ncc_snr(x_centred.numpy().ravel(), C, s)
+    return {
+        "MSE": dict(draws=metrics.mse(x_unclipped.expand_as(rel_u), rel_u).numpy(),
+                    cdf=lambda e: zb.rero_gamma_mse(e, N=n, C=C, sigma=s), bound=float(zb.mse_lower_bound(C, s)),
+                    grid=np.linspace(0.2, 2.0, 300), xlabel="MSE threshold η"),
+        "PSNR": dict(draws=metrics.psnr(x_unclipped.expand_as(rel_u), rel_u).numpy(),
+                     cdf=lambda e: zb.psnr_cdf_prop7(e, n, C, s), bound=float(zb.psnr_upper_bound(C, s)),
+                     grid=np.linspace(-4, 4, 300), xlabel="PSNR threshold η [dB]"),
+        "NCC": dict(draws=metrics.ncc(x_centred.expand_as(rel_c), rel_c).numpy(),
+                    cdf=lambda e: zb.ncc_cdf_exact(e, n, a), bound=float(zb.ncc_bound_dim(n, s)),
+                    grid=np.linspace(-0.6, 0.8, 300), xlabel="NCC threshold η"),
+    }
+
+
+def plot_figure2(panels: dict, n_shown: int = 4000):
+    """Figure 2's three panels from :func:`figure2`: closed-form CDF, the empirical CDF of the first ``n_shown``
+    Monte-Carlo draws, and the bound on the expectation (dashed)."""
+    import matplotlib.pyplot as plt
+
+    from compendium import plotting
+
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.2))
+    for ax, (m, p) in zip(axes, panels.items()):
+        ax.plot(p["grid"], p["cdf"](p["grid"]), color=plotting.EXACT, lw=1.5, label="closed form")
+        q = np.sort(p["draws"][:n_shown])
+        ax.plot(q, np.arange(1, len(q) + 1) / len(q), color=plotting.EMPIRICAL, lw=4, alpha=0.35, label="Monte Carlo")
+        ax.axvline(p["bound"], ls="--", color=plotting.DIM_BOUND, label="bound on the expectation")
+        ax.set(xlabel=p["xlabel"], ylabel="CDF  P(metric ≤ η)", title=m)
+    axes[0].legend()
+    return fig
+
+
+def figure1_grid(images: torch.Tensor, clip_norms, sigmas, *, lpips: bool, generator: torch.Generator | None):
+    """Figures 1 and 4 (Section 3.1, Appendix B): every image reconstructed through opacus (one DP-SGD step of the
+    linear-layer attack, eqs. 1-3) at every ``(C, sigma)``, scored by :func:`compendium.metrics.score` (MSE, PSNR,
+    NCC, NMI, SSIM, and LPIPS with the AlexNet backbone when ``lpips``).  One row per reconstruction, with ``C``,
+    ``sigma`` and the image's index."""
+    records = []
+    for C, s, rec in _attack().reconstruct_grid(images, clip_norms, sigmas, generator=generator):
+        frame = pd.DataFrame(metrics.score(images, rec, lpips_net="alex" if lpips else None))
+        frame["C"], frame["sigma"], frame["image"] = C, s, np.arange(len(frame))
+        records.append(frame)
+    return pd.concat(records, ignore_index=True)
+
+
+def figure1_theory(x_all: np.ndarray, clip_norms, sigmas) -> pd.DataFrame:
+    """The closed forms behind Figure 1 (Section 3.1), per image and ``(C, sigma)``: ``E_MSE`` (Proposition 1,
+    eq. 4), ``Var_MSE`` (the variance of the law of Proposition 5, ``2 (C^2 sigma^2 / N)^2 (N + 2 lambda)``),
+    ``E_NCC_eq7`` (Proposition 3, eq. 7), ``E_PSNR_unclipped`` (our exact expected PSNR without clipping: bound (6)
+    with the image's own range plus the Jensen gap Delta_N) and whether the image is ``clipped`` (``||X|| > C``)."""
+    flat = x_all.reshape(len(x_all), -1)
+    n_dim, ranges = flat.shape[1], np.ptp(flat, axis=1)
+    frames = []
+    for C in clip_norms:
+        for s in sigmas:
+            var_mse = zb.mse_distribution(x_all, C=C, sigma=s).var()
+            frames.append(pd.DataFrame({
+                "C": C, "sigma": s, "image": np.arange(len(x_all)), "E_MSE": zb.expected_mse(x_all, C=C, sigma=s),
+                "Var_MSE": var_mse, "E_NCC_eq7": zb.ncc_eq7(x_all, C, s),
+                "E_PSNR_unclipped": 10 * np.log10(ranges**2 / (C**2 * s**2)) + zb.psnr_jensen_gap(n_dim),
+                "clipped": np.linalg.norm(flat, axis=1) > C}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def figure1_summary(results: pd.DataFrame, theory: pd.DataFrame, x_all: np.ndarray):
+    """Figure 1's cells: per ``(C, sigma)`` the mean MSE, PSNR and NCC of :func:`figure1_grid` with their standard
+    errors, the per-image means of the closed forms of :func:`figure1_theory`, and the bounds (5), (6), (8), (9)
+    (Propositions 1-3).  Bound (6) uses the data's mean squared range ``E[R^2]``, returned beside the table.
+
+    The standard errors come from the noise only: the MSE's from its law (Proposition 5), the NCC's and PSNR's from
+    the spread of (experiment - per-image expectation), which removes the spread between images.
+    """
+    n_dim = x_all[0].size
+    both = results.merge(theory, on=["C", "sigma", "image"])
+    both["NCC_resid"] = both.NCC - both.E_NCC_eq7
+    both["PSNR_resid"] = both.PSNR - both.E_PSNR_unclipped
+    cells = both.groupby(["C", "sigma"])
+    root_n = np.sqrt(cells.size())
+    summary = pd.DataFrame({
+        "mean MSE": cells.MSE.mean(), "E[MSE] (4)": cells.E_MSE.mean(),
+        "SE MSE": np.sqrt(cells.Var_MSE.sum()) / cells.size(),
+        "mean PSNR": cells.PSNR.mean(), "SE PSNR": cells.PSNR_resid.std() / root_n,
+        "E[PSNR] exact": cells.E_PSNR_unclipped.mean(),
+        "mean NCC": cells.NCC.mean(), "SE NCC": cells.NCC_resid.std() / root_n, "mean (7)": cells.E_NCC_eq7.mean(),
+        "all unclipped": ~cells.clipped.any(), "all clipped": cells.clipped.all(),
+    }).reset_index()
+    summary["bound (5)"] = summary.C**2 * summary.sigma**2
+    mean_sq_range = float(np.mean(np.ptp(x_all.reshape(len(x_all), -1), axis=1) ** 2))
+    summary["bound (6)"] = zb.psnr_upper_bound(summary.C, summary.sigma, mean_sq_range=mean_sq_range)
+    summary["bound (8)"] = zb.ncc_bound_dim(n_dim, summary.sigma)
+    summary["bound (9)"] = zb.ncc_bound_free(summary.sigma)
+    return summary, mean_sq_range
+
+
+def figure3_clip_norms(norms) -> tuple[float, float, float, float]:
+    """Figure 3 (Section 3.3) and Figures 5-8: four maximum gradient norms for one image at three resolutions of
+    norms ``lo < mid < hi``: ``0.1 lo`` (every resolution clipped), ``sqrt(lo mid)`` (only the lowest unclipped),
+    ``sqrt(mid hi)`` (only the highest clipped) and ``10 hi`` (nothing clipped)."""
+    lo, mid, hi = norms
+    return tuple(float(c) for c in (0.1 * lo, np.sqrt(lo * mid), np.sqrt(mid * hi), 10 * hi))
+
+
+def shown_sigmas(sigmas, count: int = 5) -> list[float]:
+    """Up to ``count`` noise multipliers, evenly spread over those ``<= 0.1`` (above, every reconstruction is noise),
+    for the example reconstructions of Figures 5-8."""
+    informative = [s for s in sigmas if s <= 0.1] or list(sigmas)
+    return [informative[i] for i in np.unique(np.linspace(0, len(informative) - 1, count).round().astype(int))]
+
+
+def figure3_grid(images: dict, clip_norms, sigmas, draws: int, *, shown, generator: torch.Generator | None):
+    """Figure 3 (Section 3.3): ``draws`` opacus reconstructions of each image of ``images`` (resolution -> image) at
+    every ``(C, sigma)``, scored by MSE, PSNR and NCC.  Returns ``(table, examples)``: one row per reconstruction
+    with its ``resolution``, ``C`` and ``sigma``, and the first reconstruction of each cell whose ``sigma`` is in
+    ``shown`` (Figures 5-8), keyed ``(resolution, C, sigma)``."""
+    attack = _attack()
+    records, examples = [], {}
+    for r, x in images.items():
+        batch = x.expand(draws, -1, -1, -1).contiguous()
+        for C in clip_norms:
+            for s in sigmas:
+                rec = attack.reconstruct(batch, C, s, generator=generator)
+                if s in shown:
+                    examples[(r, C, s)] = rec[0].cpu()
+                frame = pd.DataFrame({name: metrics.ALL[name](batch, rec).cpu().numpy() for name in ("MSE", "PSNR", "NCC")})
+                frame["resolution"], frame["C"], frame["sigma"] = r, C, s
+                records.append(frame)
+    return pd.concat(records, ignore_index=True), examples
+
+
+def figure3_cells(fig3: pd.DataFrame, images: dict) -> pd.DataFrame:
+    """Figure 3's cells: per ``(C, sigma, resolution)`` the mean and standard deviation of the MSE and NCC of
+    :func:`figure3_grid`, and ``E_MSE``, the expected MSE of Proposition 1 (eq. 4) for that image."""
+    cells = fig3.groupby(["C", "sigma", "resolution"]).agg(MSE=("MSE", "mean"), MSE_sd=("MSE", "std"),
+                                                           NCC=("NCC", "mean"), NCC_sd=("NCC", "std")).reset_index()
+    cells["E_MSE"] = [zb.expected_mse(images[r].double().cpu().numpy().ravel(), C=C, sigma=s)
+                      for r, C, s in zip(cells.resolution, cells.C, cells.sigma)]
+    return cells
+
+
+def figure3_at_clip(cells: pd.DataFrame, images: dict, C: float) -> pd.DataFrame:
+    """The cells of :func:`figure3_cells` at the maximum gradient norm ``C``, sorted by ``sigma`` and resolution,
+    with eq. (7) (``eq7``) and bound (8) (``bound8``) of Proposition 3 for each image."""
+    at = cells[cells.C == C].sort_values(["sigma", "resolution"])
+    return at.assign(eq7=[zb.ncc_eq7(images[r].double().cpu().numpy().ravel(), C, s)
+                          for r, s in zip(at.resolution, at.sigma)],
+                     bound8=[float(zb.ncc_bound_dim(images[r].numel(), s)) for r, s in zip(at.resolution, at.sigma)])
