@@ -1,5 +1,6 @@
-"""Unit tests of compendium.bounds.mean_to_extreme: the reference values of the spec (section 9.1, R1-R7) to their
-printed precision, closed-form identities, and Monte-Carlo checks of the paper's results against a faithful numpy
+"""Unit tests of compendium.bounds.mean_to_extreme: reference values R1-R7 (the paper's closed forms evaluated
+independently with scipy, outside this package) to their printed
+precision, closed-form identities, and Monte-Carlo checks of the paper's results against a faithful numpy
 simulation of the attack (M x N gradient, clipping, noise, known-beta rescaling) with fixed numpy Generators and
 standard-error-based tolerances, including the discrepancies (missing square in eq. 18, shrinkage beating the
 "best achievable" estimator, the printed selection probability)."""
@@ -29,7 +30,7 @@ def test_printed_helper():
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Reference values (spec 9.1)
+# Reference values: eqs. 3, 17-18, 23, 25, 28 and Prop. 7 evaluated independently with scipy (digits as shown)
 # ---------------------------------------------------------------------------------------------------------------
 R1 = {0.5: ("0.599186", "0.509862", "0.331898", "0.0849533", "9.9973"),
       1.0: ("0.238422", "0.126937", "0.0209236", "4.71224e-05", "4.3772"),
@@ -274,7 +275,7 @@ def test_shrinkage_closed_forms():
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Monte Carlo of the faithful attack (spec 9.3 `optimal_attack`): M x N gradient, clipping, noise, known beta
+# Monte Carlo of the faithful attack (Corollary 1, eqs. 9-16 in numpy): M x N gradient, clipping, noise, known beta
 # ---------------------------------------------------------------------------------------------------------------
 def _attack(X, sigma, C, M, rng, trials, loss_scale=1.0, T=1):
     """``trials`` reconstructions, each the mean over T steps of (1/(M beta c)) sum_j noisy rows; shape (trials, N)."""
@@ -408,7 +409,8 @@ def test_mc_prop6_ncc_large_n_limit_and_small_n_exact_law():
 @pytest.mark.parametrize("N, sigma, eta_factor, gamma_text", [(10, 1.0, 0.5, "0.1088"), (64, 0.1, 0.5, "2.76e-4"),
                                                                (3072, 0.01, 0.995, "0.4255")])
 def test_mc_shrinkage_beats_mvue_and_violates_prop3(N, sigma, eta_factor, gamma_text):
-    """Spec 9 M5: a X_hat with a = 1/(1 + N sigma^2) has lower E[MSE] for every X and P(MSE <= eta) >> gamma(eta)."""
+    """Against Theorem 1 and Prop. 3: a X_hat with a = 1/(1 + N sigma^2) has lower E[MSE] for every X and
+    P(MSE <= eta) >> gamma(eta)."""
     rng = np.random.default_rng(N)
     trials = 4000 if N < 1000 else 1000
     X = rng.random(N)
@@ -501,3 +503,14 @@ def test_validation_is_vectorised():
     with pytest.raises(ValueError, match="gamma"):
         mte.mse_threshold(np.array([0.1, 1.0]), N=10, sigma=1.0, norm=1.0)
     assert mte.expected_mse(sigma=np.array([1.0, 2.0]), norm=np.array([[1.0], [3.0]])).shape == (2, 2)
+
+
+def test_validation_messages_use_the_package_format():
+    with pytest.raises(ValueError, match=r"^sigma=-1\.0; allowed: a finite number > 0 \(noise multiplier\)$"):
+        mte.expected_mse(sigma=-1.0, norm=1.0)
+    with pytest.raises(ValueError, match=r"^gamma=1\.5; allowed: a probability in \(0, 1\)$"):
+        mte.minimal_noise_multiplier(1.5, 0.1, 10, 1.0)
+    with pytest.raises(ValueError, match=r"^M=0; allowed: an integer >= 1 \(number of rows of the linear layer\)$"):
+        mte.reconstruction_variance(1.0, 1.0, 1.0, M=0)
+    with pytest.raises(ValueError, match=r"^loss_scale=0\.0; allowed: a finite non-zero number \(loss scale c\)$"):
+        mte.reconstruction_variance(1.0, 1.0, 1.0, M=2, loss_scale=0.0)

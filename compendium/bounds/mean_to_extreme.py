@@ -7,7 +7,7 @@ Setting (Corollary 1): the adversary replaces the network by one bias-free linea
 ``beta c X + N(0, C^2 sigma^2 I_N)`` with ``beta = min(1, C / (sqrt(M) |c| ||X||_2))``.  Knowing ``beta``
 (assumption A*), the adversary averages the rows and divides by ``beta c``:
 
-    X_hat ~ N(X, sigma^2 max(||X||^2, C^2 / (M c^2)) I_N)                              (eq. 17, spec 2.5)
+    X_hat ~ N(X, sigma^2 max(||X||^2, C^2 / (M c^2)) I_N)         (eq. 17 with eq. 10's beta: reconstruction_variance)
 
 which is ``N(X, sigma^2 ||X||^2 I_N)`` (eq. 20) once ``M c^2 >= (C / m)^2``, ``m`` the smallest non-zero norm in the
 data set.  Averaging ``T`` matched releases (Proposition 7) replaces ``sigma^2`` by ``sigma^2 / T`` everywhere.
@@ -25,6 +25,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import special, stats
 
+from compendium import validation
+
 from . import ziller2024
 
 __all__ = [
@@ -41,46 +43,23 @@ _CEIL_RTOL = 1e-12
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Input validation
+# Validated inputs (the rules and messages of compendium.validation)
 # ---------------------------------------------------------------------------------------------------------------
-def _positive(value, name: str, what: str) -> np.ndarray:
-    v = np.asarray(value, float)
-    if not np.all(np.isfinite(v) & (v > 0)):
-        raise ValueError(f"{name} ({what}) must be a finite number > 0; got {value!r}")
-    return v
-
-
-def _at_least_one(value, name: str, what: str) -> np.ndarray:
-    v = np.asarray(value, float)
-    if not np.all(np.isfinite(v) & (v >= 1)):
-        raise ValueError(f"{name} ({what}) must be a finite number >= 1; got {value!r}")
-    return v
-
-
-def _probability(value, name: str) -> np.ndarray:
-    v = np.asarray(value, float)
-    if not np.all((v > 0) & (v < 1)):
-        raise ValueError(f"{name} (a probability) must lie in the open interval (0, 1); got {value!r}")
-    return v
-
-
-def _integer(value, name: str, what: str, low: int) -> np.ndarray:
-    v = np.asarray(value, float)
-    if not np.all(np.isfinite(v) & (v == np.round(v)) & (v >= low)):
-        raise ValueError(f"{name} ({what}) must be an integer >= {low}; got {value!r}")
-    return v
-
-
 def _scale(sigma, norm, T, norm_name: str = "norm", norm_what: str = "||X||_2 of the target") -> np.ndarray:
     """Validated per-coordinate variance of the (averaged) reconstruction, ``sigma^2 ||X||^2 / T``."""
-    s = _positive(sigma, "sigma", "noise multiplier")
-    n = _positive(norm, norm_name, norm_what)
-    t = _at_least_one(T, "T", "number of averaged releases")
+    s = _float(validation.positive("sigma", sigma, what="noise multiplier"))
+    n = _float(validation.positive(norm_name, norm, what=norm_what))
+    t = _float(validation.number("T", T, at_least=1, what="number of averaged releases"))
     return s * s * n * n / t
 
 
+def _float(value) -> np.ndarray:
+    """A validated value as a float array (0-d for a scalar), so that every closed form computes in numpy."""
+    return np.asarray(value, float)
+
+
 def _dim(N) -> np.ndarray:
-    return _at_least_one(N, "N", "data dimension")
+    return _float(validation.number("N", N, at_least=1, what="data dimension"))
 
 
 def _scalar(x):
@@ -99,8 +78,8 @@ def optimal_rows(C, min_norm):
     ``ceil(C / m)`` (:func:`optimal_rows_as_printed`), which leaves a variance ``C / m`` times too large (its own
     proof, eq. 48, Fig. 1 and Fig. 2 use the square).
     """
-    c = _positive(C, "C", "maximum gradient norm")
-    m = _positive(min_norm, "min_norm", "smallest non-zero data norm m")
+    c = _float(validation.positive("C", C, what="maximum gradient norm"))
+    m = _float(validation.positive("min_norm", min_norm, what="smallest non-zero data norm m"))
     ratio = (c / m) ** 2
     out = np.maximum(1, np.ceil(ratio * (1 - _CEIL_RTOL))).astype(np.int64)
     return _scalar(out)
@@ -108,8 +87,8 @@ def optimal_rows(C, min_norm):
 
 def optimal_rows_as_printed(C, min_norm):
     """Eq. (18) as printed: ``M = max(1, ceil(C / m))`` (kept to show the cost of the missing square)."""
-    c = _positive(C, "C", "maximum gradient norm")
-    m = _positive(min_norm, "min_norm", "smallest non-zero data norm m")
+    c = _float(validation.positive("C", C, what="maximum gradient norm"))
+    m = _float(validation.positive("min_norm", min_norm, what="smallest non-zero data norm m"))
     out = np.maximum(1, np.ceil((c / m) * (1 - _CEIL_RTOL))).astype(np.int64)
     return _scalar(out)
 
@@ -117,20 +96,21 @@ def optimal_rows_as_printed(C, min_norm):
 def reconstruction_variance(sigma, norm, C, M=None, loss_scale=1.0):
     """Eq. (17) for the loss ``c 1_M^T W X``: per-coordinate variance ``sigma^2 max(||X||^2, C^2 / (M c^2))``.
 
-    *[ours]* in this closed form (spec 2.5): with ``beta = min(1, C / (sqrt(M) |c| ||X||))`` the variance
+    *[ours]* in this closed form (eq. 17 with the clipping factor of eq. 10): with
+    ``beta = min(1, C / (sqrt(M) |c| ||X||))`` the variance
     ``sigma^2 C^2 / (M c^2 beta^2)`` of eq. (17) is ``sigma^2 C^2 / (M c^2)`` while unclipped and ``sigma^2 ||X||^2``
     once clipped (Proposition B.2's floor).  Only ``M c^2`` matters: one row with ``c >= C / m`` is as good as
     ``M*`` rows.  ``M=None`` means ``M >= M*`` (Proposition 1), i.e. ``sigma^2 ||X||^2`` (``C`` is then unused
     beyond its validation).
     """
     floor = _scale(sigma, norm, 1)
-    c = _positive(C, "C", "maximum gradient norm")
+    c = _float(validation.positive("C", C, what="maximum gradient norm"))
     if M is None:
         return _scalar(floor)
-    rows = _integer(M, "M", "number of rows of the linear layer", 1)
-    ls = np.asarray(loss_scale, float)
-    if not np.all(np.isfinite(ls) & (ls != 0)):
-        raise ValueError(f"loss_scale (c) must be a finite non-zero number; got {loss_scale!r}")
+    rows = _float(validation.integer("M", M, minimum=1, what="number of rows of the linear layer"))
+    ls = _float(validation.number("loss_scale", loss_scale, what="loss scale c"))
+    if not np.all(ls != 0):
+        raise ValueError(f"loss_scale={loss_scale!r}; allowed: a finite non-zero number (loss scale c)")
     s = np.asarray(sigma, float)
     return _scalar(np.maximum(floor, s * s * c * c / (rows * ls * ls)))
 
@@ -167,7 +147,7 @@ def rero_gamma_mse(eta, *, N, sigma, min_norm, T=1):
     decreasing in ``||X||``).  The paper's "for any reconstruction" (eq. 60) is false for biased estimators: see
     :func:`shrinkage_mse_distribution`.
     """
-    _positive(min_norm, "min_norm", "smallest non-zero data norm m")
+    validation.positive("min_norm", min_norm, what="smallest non-zero data norm m")
     return mse_cdf(eta, N, sigma, min_norm, T)
 
 
@@ -177,7 +157,7 @@ def rero_gamma_mse_dp_only(eta, N, sigma, C, T=1):
     Looser than :func:`rero_gamma_mse` (``gamma' >= gamma``) but depends on the DP parameters only.  Valid only if
     ``C`` does not exceed the smallest data norm, which this function cannot check.
     """
-    _positive(C, "C", "maximum gradient norm")
+    validation.positive("C", C, what="maximum gradient norm")
     return mse_cdf(eta, N, sigma, C, T)
 
 
@@ -187,7 +167,7 @@ def mse_threshold(gamma, *, N, sigma, norm, T=1):
     The MSE that the reconstruction reaches with probability exactly ``gamma``; with ``norm = m`` the threshold of
     an ``(eta, gamma)``-ReRo statement (Proposition 3).
     """
-    g = _probability(gamma, "gamma")
+    g = _float(validation.probability("gamma", gamma))
     n = _dim(N)
     return _scalar(_scale(sigma, norm, T) * stats.chi2(n).ppf(g) / n)
 
@@ -199,11 +179,11 @@ def minimal_noise_multiplier(gamma, eta, N, norm, T=1):
     ``sigma = sqrt(N eta T / (||X||^2 F^{-1}_{chi^2_N}(gamma)))``.  With ``norm = m`` it protects every sample of the
     data set against the optimal unbiased reconstruction.
     """
-    g = _probability(gamma, "gamma")
-    e = _positive(eta, "eta", "MSE threshold")
+    g = _float(validation.probability("gamma", gamma))
+    e = _float(validation.positive("eta", eta, what="MSE threshold"))
     n = _dim(N)
-    nrm = _positive(norm, "norm", "||X||_2 of the target")
-    t = _at_least_one(T, "T", "number of averaged releases")
+    nrm = _float(validation.positive("norm", norm, what="||X||_2 of the target"))
+    t = _float(validation.number("T", T, at_least=1, what="number of averaged releases"))
     return _scalar(np.sqrt(n * e * t / (nrm * nrm * stats.chi2(n).ppf(g))))
 
 
@@ -223,7 +203,7 @@ def asymptotic_normal_cdf(eta, N, sigma, norm, T=1):
 # ---------------------------------------------------------------------------------------------------------------
 def _mse_of_psnr(eta_db, data_range) -> np.ndarray:
     """Eq. (62): ``PSNR >= eta`` iff ``MSE <= R^2 10^(-eta/10)``."""
-    r = _positive(data_range, "data_range", "PSNR data range R")
+    r = _float(validation.positive("data_range", data_range, what="PSNR data range R"))
     return r * r * 10.0 ** (-np.asarray(eta_db, float) / 10.0)
 
 
@@ -241,23 +221,24 @@ def rero_gamma_psnr(eta_db, *, N, sigma, min_norm, data_range, T=1):
     ``data_range`` is ``R_D`` (global data range), or the nominal range when the PSNR uses one.  For ``C <= m``
     pass ``min_norm=C`` for eq. (26).  Same caveat as Proposition 3: a bound for the optimal unbiased reconstruction.
     """
-    _positive(min_norm, "min_norm", "smallest non-zero data norm m")
+    validation.positive("min_norm", min_norm, what="smallest non-zero data norm m")
     return psnr_success_probability(eta_db, N, sigma, min_norm, data_range, T)
 
 
 def psnr_mean(N, sigma, norm, data_range, T=1):
-    """*[ours]* ``E[PSNR] = 10 log10(N R^2 T / (sigma^2 ||X||^2)) - 10/ln 10 (psi(N/2) + ln 2)`` dB (spec 2.17).
+    """*[ours]* ``E[PSNR] = 10 log10(N R^2 T / (sigma^2 ||X||^2)) - 10/ln 10 (psi(N/2) + ln 2)`` dB.
 
     From ``PSNR = 10 log10(N R^2 T / (sigma^2 ||X||^2)) - 10 log10 Y``, ``Y ~ chi^2_N`` (Theorem 2).
     """
     n = _dim(N)
-    r = _positive(data_range, "data_range", "PSNR data range R")
+    r = _float(validation.positive("data_range", data_range, what="PSNR data range R"))
     a = 10.0 * np.log10(n * r * r / _scale(sigma, norm, T))
     return _scalar(a - 10.0 / np.log(10.0) * (special.digamma(n / 2.0) + np.log(2.0)))
 
 
 def psnr_sd(N):
-    """*[ours]* ``sd[PSNR] = 10/ln 10 sqrt(psi'(N/2))`` dB, free of sigma, ``||X||``, R and T (spec 2.17)."""
+    """*[ours]* ``sd[PSNR] = 10/ln 10 sqrt(psi'(N/2))`` dB, free of sigma, ``||X||``, R and T (the sd of ``10 log10 Y``,
+    ``Y ~ chi^2_N``, by Theorem 2)."""
     n = _dim(N)
     return _scalar(10.0 / np.log(10.0) * np.sqrt(special.polygamma(1, n / 2.0)))
 
@@ -269,17 +250,18 @@ def ncc_limit(sigma, norm, variance, T=1):
     """Proposition 6, eq. (28) (equality): ``NCC = (1 + sigma^2 ||X||^2 / (T Var x))^(-1/2)``.
 
     ``variance`` is the empirical (ddof = 0) variance of the target's entries.  This is the large-N value of the
-    sample NCC, not a bound on it (spec 2.20); the exact law is :func:`ncc_cdf_exact`.
+    sample NCC, not a bound on it (Remark B.1 warns of the covariance term; the chapter shows the sample NCC above
+    it at small N); the exact law is :func:`ncc_cdf_exact`.
     """
-    v = _positive(variance, "variance", "variance of the target's entries")
+    v = _float(validation.positive("variance", variance, what="variance of the target's entries"))
     return _scalar(1.0 / np.sqrt(1.0 + _scale(sigma, norm, T) / v))
 
 
 def ncc_bound(N, sigma, T=1):
     """Proposition 6, eq. (28) (bound): ``NCC <= (1 + sigma^2 N / T)^(-1/2)``, since ``Var x <= ||X||^2 / N``."""
     n = _dim(N)
-    s = _positive(sigma, "sigma", "noise multiplier")
-    t = _at_least_one(T, "T", "number of averaged releases")
+    s = _float(validation.positive("sigma", sigma, what="noise multiplier"))
+    t = _float(validation.number("T", T, at_least=1, what="number of averaged releases"))
     return _scalar(1.0 / np.sqrt(1.0 + s * s * n / t))
 
 
@@ -289,12 +271,12 @@ def ncc_rho(sigma, norm, variance, N, T=1):
     ``rho <= sqrt(T) / sigma``; eq. (28) is ``rho / sqrt(rho^2 + N)``.
     """
     n = _dim(N)
-    v = _positive(variance, "variance", "variance of the target's entries")
+    v = _float(validation.positive("variance", variance, what="variance of the target's entries"))
     return _scalar(np.sqrt(n * v / _scale(sigma, norm, T)))
 
 
 def ncc_cdf_exact(t, N, rho):
-    """*[ours]* Exact CDF of the sample NCC (spec 2.19 extension), ``N >= 3``.
+    """*[ours]* Exact CDF of the sample NCC of Proposition B.4 (eq. 66), ``N >= 3``.
 
     ``NCC = tau / sqrt(tau^2 + N - 2)`` with ``tau`` non-central t (``N - 2`` degrees of freedom, non-centrality
     ``rho`` from :func:`ncc_rho`), so ``P(NCC <= t) = F_{t'(N-2, rho)}(t sqrt((N-2)/(1-t^2)))``.  The same law as in
@@ -308,19 +290,20 @@ def ncc_cdf_exact(t, N, rho):
 # Theorem 1 counterexample: linear shrinkage beats the MVUE
 # ---------------------------------------------------------------------------------------------------------------
 def shrinkage_factor(N, sigma, T=1):
-    """*[ours]* The MSE-optimal scalar ``a`` for ``a X_hat``: ``a = 1 / (1 + N sigma^2 / T)`` (spec 2.11).
+    """*[ours]* The MSE-optimal scalar ``a`` for ``a X_hat``: ``a = 1 / (1 + N sigma^2 / T)`` (against Theorem 1).
 
     ``E[MSE(X, a X_hat)] = ((1 - a)^2 + a^2 N sigma^2 / T) ||X||^2 / N`` is minimised by this ``a`` for every
     ``X`` at once (the noise variance is proportional to ``||X||^2``), and it uses only public ``N``, ``sigma``, ``T``.
     """
     n = _dim(N)
-    s = _positive(sigma, "sigma", "noise multiplier")
-    t = _at_least_one(T, "T", "number of averaged releases")
+    s = _float(validation.positive("sigma", sigma, what="noise multiplier"))
+    t = _float(validation.number("T", T, at_least=1, what="number of averaged releases"))
     return _scalar(1.0 / (1.0 + n * s * s / t))
 
 
 def shrinkage_expected_mse(sigma, norm, N, T=1):
-    """*[ours]* ``E[MSE(X, a X_hat)] = sigma^2 ||X||^2 / (T + N sigma^2) < sigma^2 ||X||^2 / T`` (spec 2.11).
+    """*[ours]* ``E[MSE(X, a X_hat)] = sigma^2 ||X||^2 / (T + N sigma^2) < sigma^2 ||X||^2 / T`` (against
+    Theorem 1).
 
     Strictly below the MVUE's :func:`expected_mse` for every ``X != 0``: Theorem 1 ("best achievable estimator")
     holds only among unbiased estimators.
@@ -335,7 +318,8 @@ def shrinkage_mse_distribution(N, sigma, norm, T=1):
 
     ``a X_hat - X ~ N(-(1 - a) X, a^2 sigma^2 ||X||^2 / T I_N)``, so ``MSE = a^2 sigma^2 ||X||^2 / (N T) * Y`` with
     ``Y ~ chi'^2_N(lambda)``, ``lambda = (1 - a)^2 T / (a^2 sigma^2) = N^2 sigma^2 / T`` (free of ``X``).  Its CDF
-    exceeds Proposition 3's ``gamma(eta)`` near ``E[MSE(X_hat)]`` (spec section 9, M5).
+    exceeds Proposition 3's ``gamma(eta)`` near ``E[MSE(X_hat)]``: the shrunk reconstruction violates
+    Proposition 3's "for any reconstruction" (Monte Carlo in the chapter and in the unit tests).
     """
     n = _dim(N)
     v = _scale(sigma, norm, T)
@@ -348,9 +332,9 @@ def shrinkage_mse_distribution(N, sigma, norm, T=1):
 # Proposition 7: how often is a target selected?
 # ---------------------------------------------------------------------------------------------------------------
 def _selection_args(k, K, dataset_size):
-    kk = _integer(k, "k", "number of selections", 0)
-    KK = _integer(K, "K", "number of attacked steps", 0)
-    D = _integer(dataset_size, "dataset_size", "number of records |D|", 1)
+    kk = _float(validation.integer("k", k, minimum=0, what="number of selections"))
+    KK = _float(validation.integer("K", K, minimum=0, what="number of attacked steps"))
+    D = _float(validation.integer("dataset_size", dataset_size, minimum=1, what="number of records |D|"))
     return kk, KK, D
 
 

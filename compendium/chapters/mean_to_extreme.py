@@ -1,11 +1,19 @@
-"""The "From Mean to Extreme" chapter: its settings at each scale and the pipelines its notebook calls."""
+"""The "From Mean to Extreme" chapter (Riess et al. 2025): its settings at each scale and the pipelines its notebook
+calls.  Each pipeline runs one experiment of the paper (the section, proposition, equation or figure is named in its
+docstring) and returns its numbers; the notebook checks them against the paper's claims and shows them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 import torch
+from scipy import stats
 
-from compendium import validation
+from compendium import checks, data, metrics, plotting, validation
+from compendium.attacks import linear_layer as attack
+from compendium.bounds import mean_to_extreme as mte
 from compendium.chapters.base import Settings as _Settings
 from compendium.chapters.base import check_image_source, resolve
 
@@ -57,3 +65,376 @@ class Settings(_Settings):
 def settings(scale: str = "book", device: str = "auto", seed: int = 0, **overrides) -> Settings:
     """The chapter's settings: the scale's values, replaced by every override that is not ``None``."""
     return resolve(Settings, SCALES, scale, device, seed, overrides)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Pipelines: each computes one experiment of the notebook and returns its numbers; the notebook checks them.
+# The random generators are passed in, so that the notebook's draws come in the same order as before.
+# ---------------------------------------------------------------------------------------------------------------
+def generators(cfg: Settings, device) -> tuple[np.random.Generator, torch.Generator, torch.Generator]:
+    """The chapter's three random streams, all seeded with ``cfg.seed``: numpy (the synthetic targets), torch on
+    ``device`` (the opacus attacks) and torch on the CPU (the memory-light sampler of the Monte-Carlo checks)."""
+    return (np.random.default_rng(cfg.seed), torch.Generator(device=device).manual_seed(cfg.seed),
+            torch.Generator().manual_seed(cfg.seed))
+
+
+def chapter_images(cfg: Settings, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """The images of Figures 4-5 (``cfg.n_images`` at ``cfg.resolution``) and the four of Figure 1 (at
+    ``cfg.fig1_resolution``), on ``device``; raises before any work when the paper scale's ImageNet folder is
+    missing (Appendix C of the paper uses 100 ImageNet validation images)."""
+    images = data.chapter_images(cfg.image_source, cfg.n_images, cfg.resolution, cfg.seed, cfg.imagenet_dir)
+    fig1 = data.chapter_images(cfg.image_source, 4, cfg.fig1_resolution, cfg.seed + 1, cfg.imagenet_dir)
+    return images.to(device), fig1.to(device)
+
+
+def lpips_available(cfg: Settings) -> tuple[bool, str]:
+    """Whether LPIPS-VGG (the perceptual metric of Figure 4) is requested and usable, and why not."""
+    return metrics.lpips_status("vgg") if cfg.use_lpips else (False, "not requested at this scale")
+
+
+def variance_table(x0: torch.Tensor, *, C: float, sigma: float, n_draws: int,
+                   generator: torch.Generator) -> pd.DataFrame:
+    """Variance of the rescaled row mean through opacus against eq. (17) (Props. B.2, 1, corrected eq. 18).
+
+    ``n_draws`` opacus reconstructions of the one image ``x0`` for ``M`` in {1, printed eq. (18), ``M*``, ``4 M*``}
+    and for ``M = 1`` with loss scale ``c = sqrt(M*)``: the sample variance of ``X_hat - X`` with its standard error
+    (``checks.variance_se``), the closed form ``sigma^2 max(||X||^2, C^2 / (M c^2))``
+    (``mte.reconstruction_variance``), and the p-value of a two-sample KS test against the memory-light sampler
+    ``attack.sample_rows_release`` (at most 200 000 coordinates of each).  One row per configuration.
+    """
+    norm = float(x0.norm())
+    m_star, m_printed = mte.optimal_rows(C, norm), mte.optimal_rows_as_printed(C, norm)
+    batch = x0.expand(n_draws, *x0.shape[1:]).contiguous()
+    rows = []
+    for M, c in ((1, 1.0), (m_printed, 1.0), (m_star, 1.0), (4 * m_star, 1.0), (1, float(np.sqrt(m_star)))):
+        rec = attack.reconstruct_rows(batch, C, sigma, rows=M, loss_scale=c, generator=generator)
+        resid = (rec - x0).double().cpu().numpy().ravel()
+        var = resid.var()
+        light = attack.sample_rows_release(batch, C, sigma, rows=M, loss_scale=c, generator=generator)
+        step = max(1, resid.size // 200_000)
+        p_two = stats.ks_2samp(resid[::step], (light - x0).double().cpu().numpy().ravel()[::step]).pvalue
+        rows.append({"M": M, "loss scale c": c, "M c²": M * c * c, "Var(X̂ − X) opacus": var,
+                     "± SE": checks.variance_se(var, resid.size),
+                     "σ² max(|X|², C²/(Mc²))": float(mte.reconstruction_variance(sigma, norm, C, M, c)),
+                     "KS p vs memory-light sampler": p_two})
+    return pd.DataFrame(rows)
+
+
+def shrinkage_counterexample(rng: np.random.Generator, generator: torch.Generator, n_mc: int) -> pd.DataFrame:
+    """The shrinkage ``a X_hat``, ``a = 1 / (1 + N sigma^2)``, against the MVUE (Theorem 1, Props. 2 and 3).
+
+    For ``(N, sigma)`` in {(10, 1), (64, 0.1), (3072, 0.01)} a target ``U(0, 1)^N`` drawn from ``rng`` and
+    ``min(n_mc / 10, 2e6 / N)`` releases of the optimal attack: the mean MSE of ``X_hat`` and of ``a X_hat`` with
+    their standard errors and closed forms (eq. 21 and ``mte.shrinkage_expected_mse``), the threshold ``eta`` (half
+    the MVUE's expected MSE, or 0.995 of it at ``N = 3072``), Prop. 3's ``gamma(eta)`` (eq. 24) and the frequency of
+    ``MSE(a X_hat) <= eta``.  One row per case, with the number of draws.
+    """
+    rows = []
+    for n, s in ((10, 1.0), (64, 0.1), (3072, 0.01)):
+        x = torch.tensor(rng.random(n))[None]
+        nx = float(x.norm())
+        rel = attack.sample_rows_release(x, nx, s, rows=1, n_draws=min(n_mc // 10, 2_000_000 // n),
+                                         generator=generator)[:, 0]
+        a = float(mte.shrinkage_factor(n, s))
+        mse_mvue = metrics.mse(x.expand_as(rel), rel).numpy()
+        mse_shrunk = metrics.mse(x.expand_as(rel), a * rel).numpy()
+        m1, se1 = checks.mean_se(mse_mvue)
+        m2, se2 = checks.mean_se(mse_shrunk)
+        expected = float(mte.expected_mse(sigma=s, norm=nx))
+        eta = 0.5 * expected if n < 1000 else 0.995 * expected
+        rows.append({"N": n, "sigma": s, "mvue": m1, "mvue_se": se1, "mvue_theory": mte.expected_mse(sigma=s, norm=nx),
+                     "shrunk": m2, "shrunk_se": se2, "shrunk_theory": mte.shrinkage_expected_mse(s, nx, n),
+                     "eta": eta, "gamma": float(mte.rero_gamma_mse(eta, N=n, sigma=s, min_norm=nx)),
+                     "hit": float(np.mean(mse_shrunk <= eta)), "draws": len(mse_shrunk)})
+    return pd.DataFrame(rows)
+
+
+def shrinkage_summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """The printed table of :func:`shrinkage_counterexample` (rounded; ``gamma`` to three significant digits)."""
+    return pd.DataFrame([{"N": r.N, "σ": r.sigma, "E[MSE] MVUE": round(r.mvue, 4),
+                          "E[MSE] shrinkage": round(r.shrunk, 4), "η": round(r.eta, 4),
+                          "paper's γ(η)": f"{r.gamma:.3g}", "P(MSE(shrunk) ≤ η)": round(r.hit, 4)}
+                         for r in frame.itertuples()])
+
+
+def rero_on_a_data_set(rng: np.random.Generator, generator: torch.Generator, n_mc: int,
+                       sigma: float = 0.3) -> pd.DataFrame:
+    """Success rates on a data set against the ReRo bounds of Props. 3-5 (eqs. 24-25) and the exact PSNR law.
+
+    A data set of 100 samples ``U(0, 1)^10`` drawn from ``rng``, smallest norm ``m``; for its smallest-, median- and
+    largest-norm samples, ``n_mc`` releases of the optimal attack at noise multiplier ``sigma``.  Thresholds
+    ``eta = sigma^2 m^2 / 2`` for the MSE and the equivalent ``10 log10(1 / eta)`` dB for the PSNR (nominal range
+    ``R = 1``).  Columns: the sample, its norm, the Monte-Carlo ``P(MSE <= eta)`` and ``gamma(eta)`` (eq. 24), the
+    Monte-Carlo ``P(PSNR >= eta)``, its exact value for this target (eqs. 62-63) and the bound (25).
+    """
+    D = torch.tensor(rng.random((100, 10)))
+    d_norms = D.norm(dim=1).numpy()
+    m_D = float(d_norms.min())
+    eta_m = 0.5 * sigma**2 * m_D**2
+    eta_p = 10 * np.log10(1 / (0.5 * sigma**2 * m_D**2))
+    rows = []
+    for which, i in (("smallest norm", int(d_norms.argmin())), ("median norm", int(np.argsort(d_norms)[50])),
+                     ("largest norm", int(d_norms.argmax()))):
+        x = D[i : i + 1]
+        rel = attack.sample_rows_release(x, float(x.norm()), sigma, rows=1, n_draws=n_mc, generator=generator)[:, 0]
+        mse_x = metrics.mse(x.expand_as(rel), rel).numpy()
+        psnr_x = metrics.psnr(x.expand_as(rel), rel, data_range=1.0).numpy()  # nominal range R = 1 (Props. 4-5)
+        rows.append({"sample": which, "|X|": float(x.norm()), "P(MSE ≤ η) MC": float(np.mean(mse_x <= eta_m)),
+                     "γ(η) (24)": float(mte.rero_gamma_mse(eta_m, N=10, sigma=sigma, min_norm=m_D)),
+                     "P(PSNR ≥ η) MC": float(np.mean(psnr_x >= eta_p)),
+                     "exact (per target)": float(mte.psnr_success_probability(eta_p, 10, sigma, float(x.norm()), 1.0)),
+                     "bound (25)": float(mte.rero_gamma_psnr(eta_p, N=10, sigma=sigma, min_norm=m_D, data_range=1.0))})
+    return pd.DataFrame(rows)
+
+
+FIG2_SIGMAS = (1e-2, 1e-1, 1.0, 10.0)
+FIG2_ROWS = 100
+
+
+def figure2_regimes(rng: np.random.Generator, generator: torch.Generator, device) -> tuple[pd.DataFrame, dict,
+                                                                                           np.ndarray]:
+    """Figure 2 of the paper: MSE, PSNR and NCC of 100 samples ``U(0, 1)^4`` in three regimes of ``C``.
+
+    The samples are drawn from ``rng``; each is attacked through opacus with ``M = 100`` rows at every ``sigma`` of
+    :data:`FIG2_SIGMAS` and ``C`` in {``m``, ``sqrt(M) m``, ``10 sqrt(M) max ||X||``} (``m`` the smallest norm).
+    Returns one row per (sample, regime, sigma) with the MSE, NCC, PSNR (nominal range 1, as in the authors' code),
+    ``scaled`` = MSE / (``sigma^2 max(||X||^2, C^2 / M) / 4``), which is ``chi^2_4`` by Theorem 2 with eq. (17)'s
+    variance, and ``scaled_optimal`` = MSE / (``sigma^2 ||X||^2 / 4``), the same with the optimal variance of
+    eq. (20); the regimes ``{label: C}``; and the samples' norms.
+    """
+    U = torch.tensor(rng.random((100, 4)), dtype=torch.float32).to(device)
+    u_norms = U.norm(dim=1).cpu().numpy()
+    M2 = FIG2_ROWS
+    regimes = {"C = m": float(u_norms.min()), "C = √M m": float(np.sqrt(M2) * u_norms.min()),
+               "C = 10 √M max|X|": float(10 * np.sqrt(M2) * u_norms.max())}
+    frames = []
+    for label, C in regimes.items():
+        for s in FIG2_SIGMAS:
+            rec = attack.reconstruct_rows(U, C, s, rows=M2, generator=generator)
+            frame = pd.DataFrame({name: metrics.ALL[name](U, rec).cpu().numpy() for name in ("MSE", "NCC")})
+            frame["PSNR"] = metrics.psnr(U, rec, data_range=1.0).cpu().numpy()
+            frame["scaled"] = frame.MSE / (s**2 * np.maximum(u_norms**2, C**2 / M2) / 4)
+            frame["scaled_optimal"] = frame.MSE / (u_norms.astype(float) ** 2 * s**2 / 4)
+            frame["regime"], frame["sigma"] = label, s
+            frames.append(frame)
+    return pd.concat(frames, ignore_index=True), regimes, u_norms
+
+
+def plot_figure2(fig2: pd.DataFrame, regimes: dict, u_norms: np.ndarray):
+    """The 3 x 3 panel of Figure 2 from :func:`figure2_regimes`: boxes of the 100 samples per ``sigma``, the 5-95 %
+    band of Theorem 2's law at the smallest and largest norm (MSE, PSNR with ``R = 1``) and the bound (28) (NCC)."""
+    fig, axes = plt.subplots(3, 3, figsize=(11, 8), sharex=True)
+    grid_s = np.geomspace(5e-3, 20, 100)
+    sig2 = list(FIG2_SIGMAS)
+    for i, label in enumerate(regimes):
+        sub = fig2[fig2.regime == label]
+        sd_scale = np.maximum(np.array([u_norms.min(), u_norms.max()]) ** 2, regimes[label] ** 2 / FIG2_ROWS)
+        for j, metric in enumerate(["MSE", "PSNR", "NCC"]):
+            ax = axes[i, j]
+            ax.boxplot([sub[sub.sigma == s][metric] for s in sig2], positions=np.log10(sig2), widths=0.3,
+                       patch_artist=True, boxprops={"facecolor": "limegreen", "alpha": 0.5})
+            if metric == "MSE":
+                lo = grid_s**2 * sd_scale[0] / 4 * stats.chi2(4).ppf(0.05)
+                hi = grid_s**2 * sd_scale[1] / 4 * stats.chi2(4).ppf(0.95)
+                ax.fill_between(np.log10(grid_s), lo, hi, color=plotting.BOUND, alpha=0.2, label="theory, 5-95 %")
+                ax.set_yscale("log")
+            elif metric == "PSNR":
+                lo = 10 * np.log10(4 / (grid_s**2 * sd_scale[1] * stats.chi2(4).ppf(0.95)))
+                hi = 10 * np.log10(4 / (grid_s**2 * sd_scale[0] * stats.chi2(4).ppf(0.05)))
+                ax.fill_between(np.log10(grid_s), lo, hi, color=plotting.BOUND, alpha=0.2, label="theory, 5-95 %")
+            else:
+                ax.plot(np.log10(grid_s), mte.ncc_bound(4, grid_s), "k--", label="bound (28)")
+            ax.set_ylabel(f"{label}\n{metric}" if j == 0 else metric)
+            if i == 2:
+                ax.set_xlabel(r"$\log_{10}\sigma$")
+            if i == 0:
+                ax.set_title(metric + (" [dB, R = 1]" if metric == "PSNR" else ""))
+    axes[0, 0].legend(fontsize="small")
+    axes[0, 2].legend(fontsize="small")
+    fig.suptitle("Figure 2 counterpart: 100 samples of U(0,1)^4, M = 100, one opacus step each")
+    return fig
+
+
+def plot_figure3():
+    """Figure 3 of the paper in closed form: ``gamma(eta) = P(MSE <= eta)`` (Theorem 2, eq. 23; left) and
+    ``P(PSNR >= eta)`` (eqs. 62-63, ``R = 1``; right) varying ``sigma``, ``N`` and the (smallest) norm around
+    ``sigma = N = ||X|| = 1``, with the expected MSE (eq. 21) and expected PSNR (``mte.psnr_mean``) dashed.  The
+    x-ranges are the union of the 1-99 % quantiles of the nine laws.  Returns the figure and the expected PSNRs
+    ``{(varied quantity, value): dB}``."""
+    fixed = {"sigma": 1.0, "N": 1, "norm": 1.0}
+    variations = {"σ": ("sigma", [0.1, 1.0, 10.0]), "N": ("N", [1, 10, 1000]),
+                  "|X|₂ (smallest norm)": ("norm", [0.1, 1.0, 10.0])}
+    eta_mse = np.geomspace(1.5709e-6, 663.49, 400)
+    eta_psnr = np.linspace(-28.218, 58.039, 400)
+    fig, axes = plt.subplots(3, 2, figsize=(10, 8))
+    expected_psnr = {}
+    for i, (name, (key, values)) in enumerate(variations.items()):
+        colours = plt.cm.viridis(np.linspace(0, 0.85, len(values)))
+        for v, colour in zip(values, colours):
+            p = {**fixed, key: v}
+            axes[i, 0].plot(eta_mse, mte.mse_cdf(eta_mse, p["N"], p["sigma"], p["norm"]), color=colour,
+                            label=f"{name} = {v:g}")
+            axes[i, 0].axvline(float(mte.expected_mse(sigma=p["sigma"], norm=p["norm"])), color=colour, ls="--", lw=1)
+            axes[i, 1].plot(eta_psnr, mte.psnr_success_probability(eta_psnr, p["N"], p["sigma"], p["norm"], 1.0),
+                            color=colour)
+            expected_psnr[(name, v)] = float(mte.psnr_mean(p["N"], p["sigma"], p["norm"], 1.0))
+            axes[i, 1].axvline(expected_psnr[(name, v)], color=colour, ls="--", lw=1)
+        axes[i, 0].set(xscale="log", xlabel="MSE threshold η", ylabel="γ(η) = P(MSE ≤ η)", ylim=(-0.1, 1.1))
+        axes[i, 1].set(xlabel="PSNR threshold η [dB]", ylabel="P(PSNR ≥ η)", ylim=(-0.1, 1.1))
+        axes[i, 0].legend(fontsize="small")
+    fig.suptitle("Figure 3 counterpart (closed form; dashed: expected values)")
+    return fig, expected_psnr
+
+
+def ncc_identity(rng: np.random.Generator) -> tuple[float, float]:
+    """Both sides of Prop. B.4's identity (eq. 66) for a target ``U(0, 1)^50`` and noise ``N(0, 0.3^2)`` drawn
+    from ``rng``: the sample NCC of ``X`` and ``X + zeta`` (``metrics.ncc``) and
+    ``sigma_X / sigma_Xhat + (mean(x zeta) - mean(x) mean(zeta)) / (sigma_X sigma_Xhat)``."""
+    x = torch.tensor(rng.random(50))[None]
+    zeta = torch.tensor(rng.normal(0, 0.3, 50))[None]
+    xh = x + zeta
+    sx, sxh = x.std(unbiased=False), xh.std(unbiased=False)
+    rhs = sx / sxh + ((x * zeta).mean() - x.mean() * zeta.mean()) / (sx * sxh)
+    return float(metrics.ncc(x, xh)[0]), float(rhs)
+
+
+def ncc_sample_law(rng: np.random.Generator, generator: torch.Generator, n_mc: int):
+    """The sample NCC of the optimal reconstruction against Prop. 6 (eq. 28) and its exact law.
+
+    For ``(N, sigma)`` in {(4, 0.1), (4, 1), (10, 1), (3072, 0.1)}, a target ``U(0, 1)^N`` from ``rng`` and
+    ``min(n_mc, 4e6 / N)`` releases: the mean sample NCC and its standard error, Prop. 6's value (28), the "bound"
+    ``(1 + N sigma^2)^(-1/2)``, how often the sample NCC exceeds it, and that frequency under the exact law
+    (non-central t, ``mte.ncc_cdf_exact``).  Returns the table (with the number of draws) and, per row, the sample
+    and its signal-to-noise ratio ``rho`` (for the notebook's goodness-of-fit test).
+    """
+    rows, samples = [], []
+    for n, s in ((4, 0.1), (4, 1.0), (10, 1.0), (3072, 0.1)):
+        x = torch.tensor(rng.random(n))[None]
+        nx, var = float(x.norm()), float(x.var(unbiased=False))
+        rel = attack.sample_rows_release(x, nx, s, rows=1, n_draws=min(n_mc, 4_000_000 // n), generator=generator)[:, 0]
+        r = metrics.ncc(x.expand_as(rel), rel).numpy()
+        rho = float(mte.ncc_rho(s, nx, var, n))
+        bound = float(mte.ncc_bound(n, s))
+        _, se = checks.mean_se(r)
+        rows.append({"N": n, "σ": s, "mean sample NCC": r.mean(), "Prop. 6 (28)": float(mte.ncc_limit(s, nx, var)),
+                     "bound": bound, "P(NCC > bound) MC": float(np.mean(r > bound)),
+                     "exact law": float(1 - mte.ncc_cdf_exact(bound, n, rho)), "SE of the mean": se, "draws": len(r)})
+        samples.append((n, r, rho))
+    return pd.DataFrame(rows), samples
+
+
+def figure4_records(images: torch.Tensor, sigmas, generator: torch.Generator, lpips_net: str | None = None,
+                    C: float = 1.0, rows: int = 10) -> pd.DataFrame:
+    """Figure 4 of the paper (Appendix C): every metric of ``metrics.score`` (MSE, PSNR, NCC, NMI, SSIM, and LPIPS
+    with ``lpips_net``) of the opacus reconstructions of ``images`` with ``C = 1`` and ``M = 10`` rows (every image
+    clipped) at each noise multiplier of ``sigmas``; one row per (image, sigma)."""
+    records = []
+    for s in sigmas:
+        rec = attack.reconstruct_rows(images, C, s, rows=rows, generator=generator)
+        frame = pd.DataFrame(metrics.score(images, rec, lpips_net=lpips_net))
+        frame["C"], frame["sigma"], frame["image"] = C, s, np.arange(len(images))
+        records.append(frame)
+    return pd.concat(records, ignore_index=True)
+
+
+def figure4_mse_theory(norms: np.ndarray, N: int, sigmas) -> tuple[np.ndarray, np.ndarray]:
+    """Per ``sigma``, the mean over the images of the expected MSE ``sigma^2 ||X||^2`` (Prop. 2, eq. 21) and the
+    standard deviation of the images' mean MSE from Theorem 2's variance ``2 sigma^4 ||X||^4 / N`` (eq. 22)."""
+    norms = np.asarray(norms).astype(float)
+    sig = np.array(sigmas)
+    e_mse = np.array([np.mean(mte.expected_mse(sigma=s, norm=norms)) for s in sig])
+    sd_mse = np.array([np.sqrt(np.sum(mte.mse_distribution(N=N, sigma=s, norm=norms).var())) / len(norms)
+                       for s in sig])
+    return e_mse, sd_mse
+
+
+def plot_figure4(fig4: pd.DataFrame, images: torch.Tensor, norms: np.ndarray):
+    """The metric grid of Figure 4 from :func:`figure4_records`, with the per-image means of Prop. 2 (MSE) and of
+    Prop. 6's value and bound (28) (NCC)."""
+    sig = np.array(sorted(fig4.sigma.unique()))
+    norms = np.asarray(norms).astype(float)
+    variances = images.double().cpu().numpy().reshape(len(images), -1).var(axis=1)
+    e_mse, _ = figure4_mse_theory(norms, images[0].numel(), sig)
+    theory = {("MSE", 1.0): [(sig, e_mse, "E[MSE], Prop. 2", plotting.EXACT, ":")],
+              ("NCC", 1.0): [(sig, [np.mean(mte.ncc_limit(s, norms, variances)) for s in sig], "Prop. 6 (28)",
+                              plotting.EXACT, ":"),
+                             (sig, mte.ncc_bound(images[0].numel(), sig), "bound (28)", plotting.DIM_BOUND, "--")]}
+    shown = ["MSE", "PSNR", "NCC", "NMI", "SSIM"] + (["LPIPS"] if "LPIPS" in fig4 else [])
+    return plotting.metric_grid(fig4, shown, row="C", theory=theory, logy=("MSE",), units={"PSNR": "dB"},
+                                title=f"Figure 4 counterpart: {len(images)} images, C = 1, M = 10", height=2.6)
+
+
+def figure5_scaling(x0: torch.Tensor, seed: int, sigma: float = 1e-3, n_draws: int = 200,
+                    scales=(1.0, 10.0, 100.0)) -> tuple[pd.DataFrame, dict]:
+    """Figure 5 of the paper (Appendix C): the MSE is not scale invariant.
+
+    The image ``x0`` scaled by each ``a`` of ``scales`` (the caption's ``a = 10``, the authors' code's 100), attacked
+    through opacus ``n_draws`` times with ``C = a ||X||``, ``M = 1`` and the same noise draws for every ``a`` (a
+    generator seeded with ``seed`` each time).  Returns per ``a`` the mean MSE and its standard error (theory
+    ``(sigma a ||X||)^2``, eq. 21), the ratio of the mean MSE to that at ``a = 1``, the mean PSNR and the mean NCC,
+    and the first reconstruction of each ``a`` (for the figure).
+    """
+    n0 = float(x0.norm())
+    rows, examples = [], {}
+    for a in scales:
+        xa = a * x0
+        same_draws = torch.Generator(device=x0.device).manual_seed(seed)  # the same noise for every a
+        rec = attack.reconstruct_rows(xa.expand(n_draws, *x0.shape[1:]).contiguous(), a * n0, sigma, rows=1,
+                                      generator=same_draws)
+        mean, se = checks.mean_se(metrics.mse(xa.expand_as(rec), rec).cpu().numpy())
+        examples[a] = rec[0].cpu()
+        rows.append({"a": a, "mean MSE": mean, "ratio to a = 1": None,
+                     "mean PSNR [dB]": float(metrics.psnr(xa.expand_as(rec), rec).mean()),
+                     "mean NCC": float(metrics.ncc(xa.expand_as(rec), rec).mean()), "SE": se})
+    fig5 = pd.DataFrame(rows)
+    fig5["ratio to a = 1"] = fig5["mean MSE"] / fig5["mean MSE"].iloc[0]
+    return fig5, examples
+
+
+def plot_figure5(x0: torch.Tensor, fig5: pd.DataFrame, examples: dict):
+    """The images of Figure 5: the original and one reconstruction per ``a``, min-max normalised for display (a
+    display-time prior, as in the paper)."""
+    tiles = [x0[0].cpu()] + [(r - r.min()) / (r.max() - r.min()) for r in examples.values()]
+    labels = ["original X"] + [f"a = {a:g}: MSE {m:.3g}" for a, m in zip(fig5.a, fig5["mean MSE"])]
+    return plotting.image_grid(torch.stack(tiles)[None], [""], labels,
+                               title="Figure 5 counterpart: same picture, MSE × a²", size=2.2)
+
+
+FIG6_SIGMAS = (1e-3, 2.154e-3, 4.642e-3, 1e-2)
+
+
+def figure6_scenarios(cfg: Settings, device):
+    """Figure 6 of the paper (Appendix C, Section 5.1): five images reconstructed with ``C = 1``, ``M = 1`` at each
+    ``sigma`` of :data:`FIG6_SIGMAS` in three scenarios: (1) values in [0, 1] at ``cfg.fig1_resolution``, (2) the
+    same in [0, 255], (3) values in [0, 1] at half the resolution; the same noise draws in every scenario.
+
+    Returns the images, one record per (scenario, sigma) with the per-image MSE, PSNR and NCC arrays, and the
+    reconstructions of scenario (1).
+    """
+    five = data.chapter_images(cfg.image_source, 5, cfg.fig1_resolution, cfg.seed + 2, cfg.imagenet_dir).to(device)
+    half = torch.nn.functional.interpolate(five, scale_factor=0.5, mode="area")
+    scenarios = {"(1) [0, 1]": five, "(2) [0, 255]": 255 * five, f"(3) [0, 1], {cfg.fig1_resolution // 2} px": half}
+    table6, tiles = [], []
+    for label, xs in scenarios.items():
+        for s in FIG6_SIGMAS:
+            g6 = torch.Generator(device=device).manual_seed(cfg.seed + int(s * 1e6))  # the same draws in every scenario
+            rec = attack.reconstruct_rows(xs, 1.0, s, rows=1, generator=g6)
+            table6.append({"scenario": label, "σ": s, "MSE": metrics.mse(xs, rec).cpu().numpy(),
+                           "PSNR": metrics.psnr(xs, rec).cpu().numpy(), "NCC": metrics.ncc(xs, rec).cpu().numpy()})
+            if label.startswith("(1)"):
+                tiles.append(rec.cpu())
+    return five, table6, tiles
+
+
+def figure6_summary(table6: list[dict]) -> pd.DataFrame:
+    """Mean MSE, PSNR and NCC per scenario and ``sigma`` of :func:`figure6_scenarios`."""
+    return pd.DataFrame([{"scenario": r["scenario"], "σ": r["σ"], "mean MSE": r["MSE"].mean(),
+                          "mean PSNR [dB]": r["PSNR"].mean(), "mean NCC": r["NCC"].mean()} for r in table6])
+
+
+def plot_figure6(five: torch.Tensor, tiles: list[torch.Tensor]):
+    """The images of Figure 6, scenario (1): the originals (with their norms) and their reconstructions per sigma."""
+    return plotting.image_grid(torch.stack([five.cpu(), *tiles], dim=0),
+                               ["original"] + [f"σ = {s:g}" for s in FIG6_SIGMAS],
+                               [f"|X| = {float(v):.1f}" for v in five.flatten(1).norm(dim=1).cpu()],
+                               title="Figure 6 counterpart, scenario (1)")

@@ -1,0 +1,32 @@
+"""The calculator page's pipelines (compendium.chapters.calculator): the bound curves come from risk.assess, and the
+simulated least-squares attacks attain the Cramér-Rao bound of the dithering calculator."""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from compendium import risk
+from compendium.bounds import hcr
+from compendium.chapters import calculator as chapter
+
+
+def test_bound_curves_are_the_calculators_numbers():
+    sigmas = np.geomspace(1e-2, 1.0, 5)
+    curves, with_m = chapter.bound_curves(sigmas, dim=3072, min_norm=20.0)
+    assert len(curves) == len(with_m) == 5
+    one = risk.assess(risk.RiskQuery(noise_multiplier=sigmas[2], clip=1.0, dim=3072, eta_mse=0.01, kappa=1e-3))
+    assert curves.mse_success_probability.iloc[2] == one["mse_success_probability"]
+    assert np.all(np.diff(curves.epsilon_exact) < 0)  # more noise, smaller epsilon
+    fig = chapter.plot_bound_curves(curves, with_m)
+    assert len(fig.axes) == 3  # two panels and the PSNR twin axis
+    plt.close(fig)
+
+
+def test_least_squares_attacks_attain_the_cramer_rao_bound():
+    rng = np.random.default_rng(1)
+    A = rng.normal(size=(32, 16)) / np.sqrt(32)
+    attacks = chapter.least_squares_attacks(A, 0.3, 2, 5_000, rng)
+    assert attacks.estimates.shape == (5_000, 16) and attacks.theta.shape == (16,)
+    assert np.allclose(attacks.crb, hcr.cramer_rao_bound(A, 0.3 / np.sqrt(2)))
+    assert np.all(np.abs(attacks.z) < 5)
+    assert attacks.dct_sd.shape == (16,)
