@@ -115,6 +115,10 @@ def execute_notebook(
         raise ChapterExecutionError(f"chapter {label!r} failed with {detail}; {where}") from err
 
     executed = nbformat.read(partial, as_version=4)
+    for cell in executed.cells:  # papermill's copy of the parameters: the chapter's own cell already shows them
+        tags = cell.metadata.get("tags", [])
+        if "injected-parameters" in tags and "remove-cell" not in tags:
+            cell.metadata["tags"] = [*tags, "remove-cell"]
     executed.metadata[METADATA_KEY] = {"cache_key": key, "parameters": parameters, "version": compendium.__version__}
     nbformat.write(executed, partial)
     os.replace(partial, target)

@@ -151,15 +151,15 @@ def _lpips_model(net: str, pretrained_backbone: bool):
         import lpips  # optional extra: pip install -e ".[lpips]"
     except ImportError as err:
         raise LPIPSUnavailable(
-            "the LPIPS metric needs the optional extra: pip install -e \".[lpips]\" (it pulls torchvision and a "
-            "CUDA build of torch on Linux)"
+            "LPIPS is not installed here, so the perceptual-similarity column is left out; it is an optional "
+            "extra of the package (see the README's Dependencies: it needs torchvision)"
         ) from err
     try:
         model = lpips.LPIPS(net=net, pretrained=True, pnet_rand=not pretrained_backbone, verbose=False)
     except Exception as err:  # the torchvision backbone download fails offline with URLError/OSError
         raise LPIPSUnavailable(
-            f"LPIPS could not load the ImageNet {net} backbone weights (torchvision downloads them on first use; "
-            f"this machine may be offline): {err}"
+            f"LPIPS is installed but could not load its ImageNet {net} backbone weights (torchvision downloads "
+            f"them on first use, which needs the network), so the perceptual-similarity column is left out"
         ) from err
     return model.eval()
 

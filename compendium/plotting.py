@@ -118,3 +118,32 @@ def bound_histograms(panels: dict, xlabel: str, title=None, xlims=None, bins: in
     if title:
         fig.suptitle(title)
     return fig
+
+
+#: Columns whose name starts with one of these hold a paper's own numbers; :func:`table` shades them, so the reader
+#: finds the paper's value next to ours.
+PAPER_PREFIXES = ("paper", "Paper")
+
+
+def table(frame, *, digits: int = 4, formats: dict | None = None, caption: str | None = None):
+    """The book's one table style: a result table as an HTML table (pandas ``Styler``) that wraps to the page.
+
+    Numbers are shown with ``digits`` significant digits (``formats`` maps a column to a format string or callable
+    instead), missing values as "—", the index hidden; columns named ``paper...`` are shaded so that a paper's
+    value reads as the neighbour of ours (put them next to each other in ``frame``).  Cell padding and the page
+    width come from ``book/_static/custom.css``.  The table's HTML id is derived from its content, so a re-executed
+    notebook produces the same output (nbval compares it)."""
+    import hashlib
+
+    formats = dict(formats or {})
+    for column in frame.columns:
+        if column not in formats and frame[column].dtype.kind in "fc":
+            formats[column] = f"{{:.{digits}g}}"
+    styler = frame.style.format(formats, na_rep="—").hide(axis="index")
+    paper = [c for c in frame.columns if str(c).startswith(PAPER_PREFIXES)]
+    if paper:
+        styler = styler.set_properties(subset=paper, **{"background-color": "#f1f1f4", "font-style": "italic"})
+    if caption:
+        styler = styler.set_caption(caption)
+    digest = hashlib.sha256(frame.to_csv().encode() + (caption or "").encode()).hexdigest()[:10]
+    return styler.set_uuid(f"t{digest}").set_table_attributes('class="compendium-table"')
