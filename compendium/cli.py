@@ -94,6 +94,9 @@ def _parser() -> argparse.ArgumentParser:
                       help="prior success probability of a worst-case, prior-aware adversary, in (0, 1)")
     risk.add_argument("--target-probability", type=float, default=None,
                       help="with --eta-mse: the smallest noise multiplier keeping P(MSE <= eta) below this")
+    risk.add_argument("--target-success", type=float, default=None,
+                      help="with --kappa: the smallest noise multiplier keeping the prior-aware worst-case success "
+                           "(exact under subsampling) at most this")
     risk.add_argument("--json", action="store_true", help="print one flat JSON object")
     risk.set_defaults(action=_risk)
 
@@ -133,7 +136,8 @@ def _risk(args: argparse.Namespace) -> None:
     query = risk.RiskQuery(
         noise_multiplier=args.noise_multiplier, clip=args.clip, dim=args.dim, steps=args.steps,
         sample_rate=args.sample_rate, delta=args.delta, min_norm=args.min_norm, data_range=args.data_range,
-        eta_mse=args.eta_mse, eta_psnr=args.eta_psnr, kappa=args.kappa, target_probability=args.target_probability)
+        eta_mse=args.eta_mse, eta_psnr=args.eta_psnr, kappa=args.kappa, target_probability=args.target_probability,
+        target_success=args.target_success)
     result = risk.assess(query)
     print(_json(result) if args.json else risk.format_report(result))
 

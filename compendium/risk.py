@@ -8,7 +8,9 @@ naming the chapter and equation it comes from.  ``python -m compendium risk`` pr
 
 Conventions.  The adversary has no data prior and links all T releases of the target (averaging them:
 sigma^2 -> sigma^2 / T).  With q < 1 the target is in only about qT of the T steps, so the reconstruction bounds
-are conservative there; epsilon does account for the subsampling.  Without the smallest data norm m the
+are conservative there; epsilon does account for the subsampling, and so does the prior-aware worst case
+``worst_case_success_subsampled`` (exact, from the trade-off function of the subsampled mechanism:
+:mod:`compendium.bounds.rero`).  Without the smallest data norm m the
 probabilities are the data-independent ones of Ziller et al. (2024) (noise C sigma per coordinate: the
 linear-layer attack on unclipped data).  With m they are those of "From Mean to Extreme" (the optimal attack
 rescales the clipped gradient, so the noise is sigma ||X|| >= sigma m per coordinate); when m < C this attack is
@@ -25,10 +27,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
+from scipy import stats
 
 from compendium import validation
 from compendium.bounds import hcr
 from compendium.bounds import mean_to_extreme as mte
+from compendium.bounds import rero
 from compendium.bounds import ziller2024 as zb
 
 ZILLER = "Ziller et al. 2024"
@@ -52,6 +56,7 @@ class RiskQuery:
     eta_psnr: float | None = None
     kappa: float | None = None
     target_probability: float | None = None
+    target_success: float | None = None
 
     def __post_init__(self) -> None:
         validation.positive("noise_multiplier", self.noise_multiplier)
@@ -74,6 +79,11 @@ class RiskQuery:
             if self.eta_mse is None:
                 raise ValueError("target_probability needs eta_mse: the smallest noise multiplier keeps "
                                  "P(MSE <= eta_mse) below target_probability")
+        if self.target_success is not None:
+            validation.probability("target_success", self.target_success)
+            if self.kappa is None or self.target_success <= self.kappa:
+                raise ValueError(f"target_success={self.target_success!r}; allowed: a success probability above "
+                                 f"kappa={self.kappa!r} (give --kappa; the prior alone already succeeds with kappa)")
 
 
 def assess(query: RiskQuery) -> dict:
@@ -125,15 +135,50 @@ def assess(query: RiskQuery) -> dict:
         out["psnr_success_probability_source"] = (f"{ZILLER}, Prop. 7 (P(PSNR >= eta))" if m is None
                                                   else f"{MTE}, Props. 4-5 eq. (25) (P(PSNR >= eta))")
     if q.kappa is not None:
-        out["worst_case_success"] = float(zb.worst_case_success(sigma, q.kappa, T))
-        out["worst_case_success_source"] = (f"{ZILLER}, Table 1 (prior-aware worst case, mu-GDP with "
-                                            "mu = sqrt(T)/sigma; ignores subsampling, so conservative for q < 1)")
+        out.update(_prior_aware_rows(q))
     if q.target_probability is not None:
         out["minimal_noise_multiplier"] = minimal_noise_multiplier(q.target_probability, q.eta_mse, N, C, T, m)
         out["minimal_noise_multiplier_source"] = (f"{ZILLER}, Prop. 6 inverted" if m is None
                                                   else f"{MTE}, Theorem 2 / Prop. 3 inverted")
         out["minimal_noise_multiplier_epsilon_rdp"] = dp.epsilon(out["minimal_noise_multiplier"], T, q.delta,
                                                                  q.sample_rate, accountant="rdp")
+    return out
+
+
+def _prior_aware_rows(q: RiskQuery) -> dict:
+    """The prior-aware worst case (ReRo, Hayes et al. 2023): full batch, exact under Poisson subsampling, the
+    Edgeworth approximation of From Mean to Extreme's code, the GLRT adversary, and the inverse."""
+    sigma, T, kappa = q.noise_multiplier, q.steps, q.kappa
+    out = {"worst_case_success": float(zb.worst_case_success(sigma, kappa, T)),
+           "worst_case_success_source": (f"{ZILLER}, Table 1 (ReRo bound of mu-GDP, mu = sqrt(T)/sigma: full-batch "
+                                         "training; for q < 1 see worst_case_success_subsampled)")}
+    if q.sample_rate < 1:
+        estimate, certified = rero.rero_bound_subsampled(kappa, noise_multiplier=sigma, sample_rate=q.sample_rate,
+                                                         steps=T)
+        out["worst_case_success_subsampled"] = float(certified)
+        out["worst_case_success_subsampled_numerical_error"] = float(certified - estimate)
+        out["worst_case_success_subsampled_source"] = (
+            "ReRo bound 1 - f(kappa) (Hayes et al. 2023) with the exact trade-off function of the Poisson-subsampled "
+            "Gaussian mechanism composed T times (privacy-loss distribution, opacus PRV; certified upper value, "
+            "numerical error below worst_case_success_subsampled_numerical_error)")
+        if T >= 30:
+            out["worst_case_success_edgeworth"] = float(rero.rero_bound_edgeworth(
+                kappa, noise_multiplier=sigma, sample_rate=q.sample_rate, steps=T))
+            out["worst_case_success_edgeworth_source"] = (f"{MTE}, the authors' code (rero_bound_sgm): Edgeworth "
+                                                          "approximation, not a bound")
+        if q.target_success is not None:
+            out["minimal_noise_multiplier_subsampled"] = rero.minimal_noise_multiplier_subsampled(
+                q.target_success, kappa=kappa, sample_rate=q.sample_rate, steps=T)
+            out["minimal_noise_multiplier_subsampled_source"] = ("smallest sigma whose exact subsampled ReRo bound "
+                                                                 "is at most target_success (bracketing, rel. 1e-3)")
+    elif q.target_success is not None:
+        mu = stats.norm.ppf(q.target_success) - stats.norm.ppf(kappa)  # gamma = Phi(Phi^-1(kappa) + sqrt(T)/sigma)
+        out["minimal_noise_multiplier_subsampled"] = float(np.sqrt(T) / mu)
+        out["minimal_noise_multiplier_subsampled_source"] = f"{ZILLER}, Table 1's worst case inverted (q = 1)"
+    out["glrt_success"] = float(rero.rero_bound_glrt(kappa, dim=q.dim, sensitivity=q.clip,
+                                                     noise_sd=sigma * q.clip / np.sqrt(T)))
+    out["glrt_success_source"] = ("GLRT adversary against the d-dimensional Gaussian mechanism (Kaissis et al. "
+                                  f"2023; {MTE}'s code), full batch, T releases averaged")
     return out
 
 

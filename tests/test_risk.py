@@ -13,6 +13,7 @@ from scipy import stats
 from compendium import cli, dp, risk
 from compendium.bounds import hcr
 from compendium.bounds import mean_to_extreme as mte
+from compendium.bounds import rero
 from compendium.bounds import ziller2024 as zb
 
 
@@ -139,10 +140,56 @@ def test_cli_human_report_lists_sources(capsys):
     (0.1, 0.1, 1, 1.0, 2.51651), (0.1, 0.1, 10, 1.0, 0.453368), (0.01, 0.05, 3072, 20.0, 0.00510735),
     (0.01, 0.05, 150528, 200.0, 0.000501504),
 ])
-def test_minimal_noise_multiplier_matches_the_specs_calibration_values(eta, gamma, dim, min_norm, expected):
+def test_minimal_noise_multiplier_matches_reference_calibration_values(eta, gamma, dim, min_norm, expected):
     q = risk.RiskQuery(noise_multiplier=1.0, clip=1e6, dim=dim, eta_mse=eta, target_probability=gamma,
                        min_norm=min_norm)
     assert risk.assess(q)["minimal_noise_multiplier"] == pytest.approx(expected, rel=2e-6)
+
+
+# The prior-aware worst case under Poisson subsampling (compendium.bounds.rero).
+
+def test_subsampled_worst_case_is_exact_and_below_the_full_batch_value():
+    q = risk.RiskQuery(noise_multiplier=1.0, clip=1.0, dim=100, steps=60, sample_rate=0.05, kappa=0.01)
+    out = risk.assess(q)
+    estimate, certified = rero.rero_bound_subsampled(0.01, noise_multiplier=1.0, sample_rate=0.05, steps=60)
+    assert out["worst_case_success_subsampled"] == pytest.approx(float(certified), rel=1e-12)
+    assert 0 <= out["worst_case_success_subsampled_numerical_error"] == pytest.approx(float(certified - estimate))
+    assert out["worst_case_success_subsampled"] < 0.5 * out["worst_case_success"]
+    assert out["worst_case_success_edgeworth"] == pytest.approx(out["worst_case_success_subsampled"], rel=0.05)
+    assert "worst_case_success_subsampled_source" in out and 0 < out["glrt_success"] <= out["worst_case_success"]
+    full = risk.assess(risk.RiskQuery(noise_multiplier=1.0, clip=1.0, dim=100, steps=60, kappa=0.01))
+    assert "worst_case_success_subsampled" not in full  # q = 1: the full-batch value is the exact one
+
+
+def test_minimal_noise_multiplier_subsampled_keeps_the_target():
+    q = risk.RiskQuery(noise_multiplier=1.0, clip=1.0, dim=100, steps=50, sample_rate=0.05, kappa=0.01,
+                       target_success=0.1)
+    sigma = risk.assess(q)["minimal_noise_multiplier_subsampled"]
+    assert rero.rero_bound_subsampled(0.01, noise_multiplier=sigma, sample_rate=0.05, steps=50)[1] <= 0.1
+    full = risk.assess(risk.RiskQuery(noise_multiplier=1.0, clip=1.0, dim=100, steps=50, kappa=0.01,
+                                      target_success=0.1))
+    assert zb.worst_case_success(full["minimal_noise_multiplier_subsampled"], 0.01, 50) == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(sample_rate=0.0), "sample_rate=0.0"), (dict(sample_rate=1.5), "sample_rate=1.5"),
+    (dict(kappa=1.2), "kappa=1.2"), (dict(kappa=0.2, target_success=0.1), "target_success=0.1"),
+    (dict(target_success=0.1), "give --kappa"),
+])
+def test_bad_subsampling_queries_raise_before_work(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        risk.RiskQuery(noise_multiplier=1.0, clip=1.0, dim=10, steps=40, **kwargs)
+
+
+def test_cli_reports_the_subsampled_keys_in_json(capsys):
+    args = ["risk", "--noise-multiplier", "1", "--clip", "1", "--dim", "10", "--steps", "40", "--sample-rate",
+            "0.05", "--kappa", "0.01", "--json"]
+    assert cli.main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {"worst_case_success", "worst_case_success_subsampled", "worst_case_success_edgeworth",
+            "glrt_success"} <= set(out)
+    assert cli.main(args[:-1] + ["--target-success", "0.001"]) == 2  # below kappa: refused
+    assert "target_success" in capsys.readouterr().err
 
 
 # Inference-time dithering (the HCR chapter): X = A theta + N(0, sigma^2 I), T releases averaged.
