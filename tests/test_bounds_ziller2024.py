@@ -407,3 +407,23 @@ def test_remark2_decomposition_sums_to_prop1_and_vanishes_unclipped():
     clipped = norms > C
     assert np.all((bias2 > 0) == clipped) and np.all((scaled_var > 0) == clipped)
     np.testing.assert_allclose(noise, C**2 * 0.3**2 / 4)
+
+
+def test_psnr_success_probability_is_tail_accurate_and_shared_with_mean_to_extreme():
+    """Far in the tail the success probability is tiny but not zero: 1 - cdf would round it to 0."""
+    import mpmath
+
+    from compendium.bounds import mean_to_extreme as mte
+
+    N, C, sigma = 3072, 1.0, 1.0
+    for eta in (3.0, 4.0):  # 1.8e-130 and 2.2e-215
+        eta_hat = 10 ** (-eta / 10)
+        x = N * eta_hat / (2 * C**2 * sigma**2)
+        exact = float(mpmath.gammainc(N / 2, 0, x, regularized=True))
+        got = float(z.rero_gamma_psnr(eta, N=N, C=C, sigma=sigma))
+        assert 0 < exact < 1e-100 and got == pytest.approx(exact, rel=1e-12)
+        assert float(1 - z.psnr_cdf_prop7(eta, N, C, sigma)) == 0.0  # what 1 - cdf gave
+        assert got == mte.psnr_success_probability(eta, N, sigma, C, 1.0)
+    # and the complement, accurate in its own tail
+    exact_cdf = float(mpmath.gammainc(N / 2, N * 10 ** 0.3 / 2, mpmath.inf, regularized=True))  # 7.8e-206
+    assert float(z.psnr_cdf_prop7(-3.0, N, C, sigma)) == pytest.approx(exact_cdf, rel=1e-10) and exact_cdf < 1e-100

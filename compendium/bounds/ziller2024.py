@@ -230,14 +230,25 @@ def mse_threshold(gamma, *, N, C, sigma, T=1):
 def psnr_cdf_prop7(eta, N, C, sigma, data_range=1.0, T=1):
     """Proposition 7, eqs. (13)-(14): ``P(PSNR <= eta) = 1 - P(N/2, N eta_hat / (2 C^2 sigma^2/T))``,
     ``eta_hat = R^2 10^(-eta/10)``.  Exact without clipping; with clipping it is a lower bound on ``P(PSNR <= eta)``.
+    Computed as the upper regularised gamma function ``Q(N/2, .)``, accurate in its own tail (no ``1 - P``).
     """
     eta_hat = np.asarray(data_range, float) ** 2 * 10.0 ** (-np.asarray(eta, float) / 10.0)
-    return 1.0 - rero_gamma_mse(eta_hat, N=N, C=C, sigma=sigma, T=T)
+    x = np.asarray(N, float) * eta_hat / (2.0 * mse_lower_bound(C, sigma, T))
+    return special.gammaincc(np.asarray(N, float) / 2.0, x)
 
 
 def rero_gamma_psnr(eta, *, N, C, sigma, data_range=1.0, T=1):
-    """*[ours]* Success-probability form of Proposition 7: ``P(PSNR >= eta) <= 1 - psnr_cdf_prop7(eta)``."""
-    return 1.0 - psnr_cdf_prop7(eta, N, C, sigma, data_range, T)
+    """*[ours]* Success-probability form of Proposition 7: ``P(PSNR >= eta) <= P(N/2, N eta_hat T / (2 C^2 sigma^2))``.
+
+    The law is that of From Mean to Extreme's Theorem 2 with the clipping bound ``C`` in place of the data norm, so
+    the book has one definition, :func:`compendium.bounds.mean_to_extreme.psnr_success_probability` (the lower
+    regularised gamma function itself, accurate far into its tail, where ``1 - cdf`` would round to 0).
+    """
+    _check_C(C)
+    # imported here: mean_to_extreme imports this module
+    from compendium.bounds.mean_to_extreme import psnr_success_probability
+
+    return psnr_success_probability(eta, N, sigma, C, data_range, T)
 
 
 def worst_case_success(sigma, kappa, T=1):
