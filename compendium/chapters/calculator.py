@@ -9,23 +9,56 @@ import math
 from dataclasses import dataclass
 from types import SimpleNamespace
 
+import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from compendium import checks, plotting, risk
+from compendium import checks, plotting, risk, validation
+from compendium.bounds import rero
+from compendium.bounds import ziller2024 as zb
 from compendium.bounds import hcr
 from compendium.chapters.base import Settings as _Settings
 from compendium.chapters.base import resolve
 
 TITLE = "The reconstruction-risk calculator"
 
-SCALES = {"ci": {}, "book": {}, "paper": {}}
+SCALES = {
+    "ci": dict(curve_sample_rates=(1.0, 0.01), curve_points=2, edgeworth_sigmas=(1.0,),
+               edgeworth_sample_rates=(0.01, 0.1), edgeworth_steps=(100,), mc_draws=50_000),
+    "book": dict(curve_sample_rates=(1.0, 0.1, 0.01, 0.001), curve_points=8, edgeworth_sigmas=(0.7, 1.0),
+                 edgeworth_sample_rates=(0.001, 0.01, 0.1), edgeworth_steps=(100, 1000), mc_draws=200_000),
+    "paper": dict(curve_sample_rates=(1.0, 0.1, 0.03, 0.01, 0.003, 0.001), curve_points=16,
+                  edgeworth_sigmas=(0.5, 0.7, 1.0, 2.0, 4.0), edgeworth_sample_rates=(0.001, 0.003, 0.01, 0.03, 0.1),
+                  edgeworth_steps=(30, 100, 1000, 10_000), mc_draws=1_000_000),
+}
 
 
 @dataclass(frozen=True)
 class Settings(_Settings):
-    """The calculator page's settings: only the scale, device and seed."""
+    """The calculator page's settings.  Only the section on subsampling depends on the scale: the sampling rates
+    ``curve_sample_rates`` and ``curve_points`` noise levels per rate in the figure of the bound against epsilon; the grid of noise multipliers,
+    sampling rates and step counts on which the authors' Edgeworth approximation is compared with the exact bound;
+    ``mc_draws`` simulated DP-SGD runs per hypothesis in the likelihood-ratio check."""
+
+    curve_sample_rates: tuple[float, ...]
+    curve_points: int
+    edgeworth_sigmas: tuple[float, ...]
+    edgeworth_sample_rates: tuple[float, ...]
+    edgeworth_steps: tuple[int, ...]
+    mc_draws: int
+
+    def validate(self) -> None:
+        for q in validation.grid("curve_sample_rates", self.curve_sample_rates, what="sampling rates"):
+            validation.number("curve_sample_rates", q, above=0.0, at_most=1.0)
+        validation.integer("curve_points", self.curve_points, minimum=2)
+        validation.grid("edgeworth_sigmas", self.edgeworth_sigmas, what="noise multipliers")
+        validation.grid("edgeworth_sample_rates", self.edgeworth_sample_rates, what="sampling rates")
+        for q in self.edgeworth_sample_rates:
+            validation.number("edgeworth_sample_rates", q, above=0.0, below=1.0)
+        for t in self.edgeworth_steps:
+            validation.integer("edgeworth_steps", t, minimum=30, what="the approximation needs T >= 30")
+        validation.integer("mc_draws", self.mc_draws, minimum=10_000)
 
 
 def settings(scale: str = "book", device: str = "auto", seed: int = 0, **overrides) -> Settings:
@@ -97,3 +130,97 @@ def least_squares_attacks(A: np.ndarray, feature_noise: float, releases: int, dr
     dct_sd = np.sqrt(hcr.cramer_rao_bound(A, feature_noise / np.sqrt(releases),
                                           directions=hcr.dct_matrix((side, side))))
     return SimpleNamespace(theta=theta, estimates=estimates, variance=variance, crb=crb, z=z, dct_sd=dct_sd)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The prior-aware worst case under Poisson subsampling
+# ---------------------------------------------------------------------------------------------------------------
+def likelihood_ratio_power(*, noise_multiplier: float, sample_rate: float, steps: int, kappa: float, draws: int,
+                           rng: np.random.Generator) -> tuple[float, float]:
+    """The most powerful test of "the target was in the data", simulated: ``draws`` runs of ``steps`` releases
+    ``N(b_t, sigma^2)`` with ``b_t = 0`` (absent) or ``b_t ~ Bernoulli(q)`` (present, Poisson sampling; sensitivity
+    1), the privacy-loss statistic ``sum_t log(1 - q + q exp((x_t - 1/2) / sigma^2))``, its threshold at type-I error
+    ``kappa`` from the absent runs.  Returns the power (the adversary's success) and its standard error."""
+    sigma, q = noise_multiplier, sample_rate
+    absent = rng.normal(0.0, sigma, (draws, steps))
+    present = rng.normal((rng.random((draws, steps)) < q).astype(float), sigma)
+
+    def loss(x):
+        return np.log1p(q * np.expm1((x - 0.5) / sigma**2)).sum(axis=1)
+
+    threshold = np.quantile(loss(absent), 1 - kappa)
+    power = float(np.mean(loss(present) > threshold))
+    return power, float(checks.proportion_se(power, draws) + checks.proportion_se(kappa, draws))
+
+
+def subsampled_curves(*, sample_rates, points: int, steps: int = 1000, kappa: float = 0.01,
+                      delta: float = 1e-5) -> pd.DataFrame:
+    """The prior-aware worst case against epsilon for several sampling rates at ``steps`` DP-SGD steps: for each
+    ``q`` the noise multipliers that give ``points`` values of epsilon between 0.3 and 8 (opacus' RDP accountant,
+    calibrated by ``opacus.accountants.utils.get_noise_multiplier``), and at each the exact bound
+    (:func:`compendium.bounds.rero.rero_bound_subsampled`; the GDP closed form at ``q = 1``) beside the full-batch
+    value that ignores ``q``.  One row per (q, sigma).  The privacy-loss grid is ten times coarser than the default
+    (``eps_error = 0.01``: a figure needs no more), and the table keeps each value's numerical error."""
+    import warnings
+
+    from opacus.accountants.utils import get_noise_multiplier
+
+    rows = []
+    for q in sample_rates:
+        for eps in np.geomspace(0.3, 8.0, points):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                sigma = get_noise_multiplier(target_epsilon=float(eps), target_delta=delta, sample_rate=float(q),
+                                             steps=steps, accountant="rdp", epsilon_tolerance=0.005)
+            full = float(zb.worst_case_success(sigma, kappa, steps))
+            if q == 1:
+                estimate = certified = full
+            else:
+                estimate, certified = (float(v) for v in rero.rero_bound_subsampled(
+                    kappa, noise_multiplier=sigma, sample_rate=float(q), steps=steps, eps_error=0.01))
+            rows.append({"q": q, "sigma": sigma, "epsilon (RDP)": float(eps), "exact bound": certified,
+                         "numerical error": certified - estimate, "full-batch bound": full})
+    return pd.DataFrame(rows)
+
+
+def plot_subsampled_curves(curves: pd.DataFrame, *, steps: int, kappa: float):
+    """The exact prior-aware worst case (solid) and the full-batch value that ignores the sampling rate (dashed)
+    against epsilon, one colour per sampling rate; the prior's own success ``kappa`` dotted."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    colours = plt.cm.viridis(np.linspace(0, 0.85, curves.q.nunique()))
+    for colour, (q, part) in zip(colours, curves.groupby("q", sort=False)):
+        ax.plot(part["epsilon (RDP)"], part["exact bound"], "o-", color=colour, ms=4, label=f"q = {q:g}: exact")
+        if q != 1:
+            ax.plot(part["epsilon (RDP)"], part["full-batch bound"], "--", color=colour, lw=1,
+                    label=f"q = {q:g}: full-batch formula")
+    ax.axhline(kappa, color="grey", linestyle=":", label=f"prior alone (κ = {kappa:g})")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ticks = [t for t in (0.3, 0.5, 1, 2, 3, 5, 8) if curves["epsilon (RDP)"].min() <= t <= curves["epsilon (RDP)"].max()]
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_xlabel(f"ε at δ = 1e-5 after T = {steps} steps (RDP accountant)")
+    ax.set_ylabel("reconstruction success bound γ (log scale)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    ax.set_title("Prior-aware worst case: the sampling rate matters")
+    return fig
+
+
+def edgeworth_errors(*, sigmas, sample_rates, steps, kappas=(0.001, 0.01, 0.1)) -> pd.DataFrame:
+    """From Mean to Extreme's Edgeworth approximation (the authors' ``rero_bound_sgm``) against the exact bound on a
+    grid of settings: one row per (sigma, q, T, kappa) with both values, the exact bound's numerical error, and the
+    approximation's relative error (negative: it under-estimates the risk)."""
+    rows = []
+    for sigma in sigmas:
+        for q in sample_rates:
+            for T in steps:
+                curve = rero.subsampled_gaussian_tradeoff(noise_multiplier=sigma, sample_rate=q, steps=T)
+                k = np.asarray(kappas, float)
+                estimate, certified = 1 - curve.estimate(k), 1 - curve.certified(k)
+                approx = rero.rero_bound_edgeworth(k, noise_multiplier=sigma, sample_rate=q, steps=T)
+                for i, kappa in enumerate(kappas):
+                    rows.append({"sigma": sigma, "q": q, "T": T, "kappa": kappa, "exact": float(estimate[i]),
+                                 "numerical error": float(certified[i] - estimate[i]),
+                                 "Edgeworth (authors' code)": float(approx[i]),
+                                 "relative error": float(approx[i] / estimate[i] - 1)})
+    return pd.DataFrame(rows)
