@@ -292,14 +292,18 @@ def assess_dithering(query: DitheringQuery) -> dict:
     return out
 
 
+def report_rows(result: dict) -> list[tuple[str, object, str | None]]:
+    """``(key, value, source)`` for every number of :func:`assess`'s or :func:`assess_dithering`'s result (the echoed
+    inputs and the empty values left out), in order."""
+    return [(key, value, result.get(f"{key}_source")) for key, value in result.items()
+            if not (key.endswith("_source") or key.startswith("input_") or value is None)]
+
+
 def format_report(result: dict) -> str:
     """A human-readable report of :func:`assess`'s or :func:`assess_dithering`'s result: one line per number (an
     infinite bound prints as ``inf``), with its source; the echoed inputs are left out."""
     lines = []
-    for key, value in result.items():
-        if key.endswith("_source") or key.startswith("input_") or value is None:
-            continue
-        source = result.get(f"{key}_source")
+    for key, value, source in report_rows(result):
         shown = f"{value:.6g}" if isinstance(value, float) else str(value)
         lines.append(f"{key:38s} {shown:>14s}" + (f"   [{source}]" if source else ""))
     return "\n".join(lines)

@@ -179,6 +179,17 @@ return {
 };
 """
 
+# Everything a reader must see whole: the outputs of code cells (tables, printed lines) and the theorem boxes with
+# their equations. An element whose content is wider than its box is cut off or hidden behind a scroll bar.
+OVERFLOW = """
+const boxes = document.querySelectorAll(
+  "div.cell_output, div.cell_output *, div.proof, div.proof *, div.admonition, div.admonition *");
+return [...boxes]
+  .filter((e) => e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 2)
+  .map((e) => `${e.tagName.toLowerCase()}.${[...e.classList].join(".")}: content ${e.scrollWidth} px in a `
+              + `${e.clientWidth} px box: "${(e.textContent || "").trim().slice(0, 60)}"`);
+"""
+
 
 @pytest.mark.parametrize("page", PAGES)
 def test_page_renders_in_chromium(browser, server: str, site: Path, page: str) -> None:
@@ -193,3 +204,5 @@ def test_page_renders_in_chromium(browser, server: str, site: Path, page: str) -
         assert state["rendered"] > 0 and state["unrendered"] == 0, f"{page}: math left unrendered: {state}"
     assert not state["errors"], f"{page}: MathJax errors: {state['errors']}"
     assert not state["rawTex"], f"{page}: raw TeX delimiters {state['rawTex']} in the rendered text"
+    overflowing = browser.execute_script(OVERFLOW)
+    assert not overflowing, f"{page}: content wider than its box (cut off at 1280 px):\n" + "\n".join(overflowing[:10])
