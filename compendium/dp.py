@@ -91,8 +91,7 @@ def epsilon(noise_multiplier: float, steps: int = 1, delta: float = 1e-5, sample
     (``sigma / sqrt(steps) < PRV_MIN_EFFECTIVE_SIGMA``).
     """
     _check_accounting(noise_multiplier, steps, delta)
-    if not 0 < sample_rate <= 1:
-        raise ValueError(f"sample_rate must lie in (0, 1]; got {sample_rate!r}")
+    validation.number("sample_rate", sample_rate, above=0.0, at_most=1.0, what="Poisson sampling rate q")
     if accountant == "rdp":
         acc = RDPAccountant()
     elif accountant == "prv":
