@@ -32,6 +32,9 @@ def test_variance_table_follows_eq17_and_the_corrected_eq18():
                        [mte.reconstruction_variance(0.05, n0, 10 * n0, m, c) for m, c in zip(table.M, table["loss scale c"])])
     checks.assert_close(table["Var(X̂ − X) opacus"], table["σ² max(|X|², C²/(Mc²))"], table["± SE"], k=6)
     assert np.allclose(table["± SE"], table["Var(X̂ − X) opacus"] * np.sqrt(2 / (40 * x0.numel())))
+    # Prop. B.1: the rows' plain mean is beta c X (beta of eq. 10): biased for M = 4 M* (beta = 1/2) and for c = 10
+    assert np.allclose(table["β c (eq. 10)"], [1, 1, 1, 0.5, 10])
+    checks.assert_close(table["rows' plain mean / X"], table["β c (eq. 10)"], table["rows' mean SE"], k=6)
 
 
 def test_shrinkage_counterexample_beats_the_mvue():
@@ -40,10 +43,13 @@ def test_shrinkage_counterexample_beats_the_mvue():
     assert list(frame.N) == [10, 64, 3072] and list(frame.draws) == [1000, 1000, 651]
     assert np.all(frame.shrunk_theory < frame.mvue_theory)
     checks.assert_close(frame.mvue, frame.mvue_theory, frame.mvue_se, k=6)
-    assert np.all(frame.hit > frame.gamma)
+    a = np.array([float(mte.shrinkage_factor(n, s)) for n, s in zip(frame.N, frame.sigma)])
+    assert np.allclose(frame.eta, (1 + a) / 2 * frame.mvue_theory.astype(float))  # midway between the expected MSEs
+    checks.assert_close(frame.mvue_hit, frame.gamma, checks.proportion_se(frame.gamma, frame.draws) + 1e-12, k=5)
+    assert np.all(frame.hit > frame.gamma + 0.5)
     summary = chapter.shrinkage_summary(frame)
-    assert list(summary.columns) == ["N", "σ", "E[MSE] MVUE", "E[MSE] shrinkage", "η", "paper's γ(η)",
-                                     "P(MSE(shrunk) ≤ η)"]
+    assert list(summary.columns) == ["N", "σ", "E[MSE] MVUE", "E[MSE] shrinkage", "η", "P(MSE(MVUE) ≤ η)",
+                                     "paper's γ(η) (24)", "P(MSE(shrunk) ≤ η)"]
 
 
 def test_rero_on_a_data_set_respects_props_3_to_5():
@@ -51,9 +57,9 @@ def test_rero_on_a_data_set_respects_props_3_to_5():
     frame = chapter.rero_on_a_data_set(rng, cpu, n_mc=5_000)
     assert list(frame["sample"]) == ["smallest norm", "median norm", "largest norm"]
     assert frame["|X|"].is_monotonic_increasing
-    se = checks.proportion_se(frame["γ(η) (24)"], 5_000)
-    checks.assert_below(frame["P(MSE ≤ η) MC"], frame["γ(η) (24)"], se, k=5)
-    assert np.all(frame["exact (per target)"] <= frame["bound (25)"] + 1e-15)
+    se = checks.proportion_se(frame["paper's γ(η) (24)"], 5_000)
+    checks.assert_below(frame["P(MSE ≤ η) MC"], frame["paper's γ(η) (24)"], se, k=5)
+    assert np.all(frame["exact (per target)"] <= frame["paper's bound (25)"] + 1e-15)
 
 
 def test_figure2_regimes_and_plot():
@@ -70,6 +76,9 @@ def test_figure2_regimes_and_plot():
 
 def test_figure3_expected_psnr():
     fig, expected = chapter.plot_figure3()
+    fig.canvas.draw()
+    legends = [(ax, ax.get_legend()) for ax in fig.axes if ax.get_legend() is not None]
+    assert len(legends) == 3 and all(leg.get_window_extent().x0 >= ax.get_window_extent().x1 for ax, leg in legends)
     plt.close(fig)
     assert expected[("σ", 0.1)] == pytest.approx(25.517116, abs=1e-6)
     assert expected[("N", 1000)] == pytest.approx(0.004344, abs=1e-6)
@@ -81,7 +90,7 @@ def test_ncc_identity_and_law():
     assert abs(lhs - rhs) < 1e-12
     table, samples = chapter.ncc_sample_law(rng, cpu, n_mc=10_000)
     assert [n for n, _, _ in samples] == list(table.N) == [4, 4, 10, 3072]
-    assert np.all(table["Prop. 6 (28)"] <= table.bound)
+    assert np.all(table["paper's Prop. 6 (28)"] <= table["paper's bound (28)"])
     assert table["P(NCC > bound) MC"].iloc[1] > 0.3  # the "bound" (28) is exceeded at small N
 
 
@@ -93,7 +102,9 @@ def test_figure4_to_6_on_tiny_images():
     e_mse, sd_mse = chapter.figure4_mse_theory(norms, images[0].numel(), (1e-3, 1e-2))
     assert np.allclose(e_mse, [np.mean((s * norms) ** 2) for s in (1e-3, 1e-2)])
     checks.assert_close(fig4.groupby("sigma").MSE.mean().to_numpy(), e_mse, sd_mse, k=6)
-    plt.close(chapter.plot_figure4(fig4, images, norms))
+    fig = chapter.plot_figure4(fig4, images, norms)
+    assert fig.axes[0].get_subplotspec().get_gridspec().ncols == 3  # at most three panels per row
+    plt.close(fig)
     fig5, examples = chapter.figure5_scaling(images[:1], seed=0, n_draws=50)
     assert np.allclose(fig5["ratio to a = 1"], fig5.a**2, rtol=1e-3) and set(examples) == {1.0, 10.0, 100.0}
     plt.close(chapter.plot_figure5(images[:1], fig5, examples))
@@ -106,3 +117,11 @@ def test_figure6_scenarios():
     assert np.allclose(table6[4]["MSE"] / table6[0]["MSE"], 255**2, rtol=1e-3)
     assert len(chapter.figure6_summary(table6)) == 12
     plt.close(chapter.plot_figure6(five, tiles))
+
+
+def test_table_formats_keep_exponents_on_one_line():
+    import pandas as pd
+
+    frame = pd.DataFrame({"N": [4], "p": [8.3216e-07], "label": ["x"]})
+    formats = chapter.formats(frame)
+    assert set(formats) == {"p"} and formats["p"](8.3216e-07) == "8.322e\u201107"

@@ -3,6 +3,7 @@ calls.  Each pipeline runs one experiment of the paper (the section, proposition
 docstring) and returns its numbers; the notebook checks them against the paper's claims and shows them."""
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
@@ -71,6 +72,15 @@ def settings(scale: str = "book", device: str = "auto", seed: int = 0, **overrid
 # Pipelines: each computes one experiment of the notebook and returns its numbers; the notebook checks them.
 # The random generators are passed in, so that the notebook's draws come in the same order as before.
 # ---------------------------------------------------------------------------------------------------------------
+def formats(frame: pd.DataFrame, digits: int = 4) -> dict:
+    """Formats for ``plotting.table`` that keep every number of ``frame`` on one line: ``digits`` significant digits,
+    with a non-breaking hyphen in negative exponents (``8.322e‑07``), where a narrow column would otherwise wrap."""
+    def fmt(value, d=digits):
+        return f"{value:.{d}g}".replace("e-", "e\u2011")
+
+    return {column: fmt for column in frame.columns if frame[column].dtype.kind in "fc"}
+
+
 def generators(cfg: Settings, device) -> tuple[np.random.Generator, torch.Generator, torch.Generator]:
     """The chapter's three random streams, all seeded with ``cfg.seed``: numpy (the synthetic targets), torch on
     ``device`` (the opacus attacks) and torch on the CPU (the memory-light sampler of the Monte-Carlo checks)."""
@@ -88,8 +98,10 @@ def chapter_images(cfg: Settings, device) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def lpips_available(cfg: Settings) -> tuple[bool, str]:
-    """Whether LPIPS-VGG (the perceptual metric of Figure 4) is requested and usable, and why not."""
-    return metrics.lpips_status("vgg") if cfg.use_lpips else (False, "not requested at this scale")
+    """Whether LPIPS-VGG (the perceptual metric of Figure 4) is requested and usable, and why not (wrapped to lines of
+    at most 80 characters, for the notebook's output)."""
+    ok, reason = metrics.lpips_status("vgg") if cfg.use_lpips else (False, "not requested at this scale")
+    return ok, textwrap.fill(reason, 80)
 
 
 def variance_table(x0: torch.Tensor, *, C: float, sigma: float, n_draws: int,
@@ -101,6 +113,12 @@ def variance_table(x0: torch.Tensor, *, C: float, sigma: float, n_draws: int,
     (``checks.variance_se``), the closed form ``sigma^2 max(||X||^2, C^2 / (M c^2))``
     (``mte.reconstruction_variance``), and the p-value of a two-sample KS test against the memory-light sampler
     ``attack.sample_rows_release`` (at most 200 000 coordinates of each).  One row per configuration.
+
+    Prop. B.1 (the plain mean is biased): the rows' plain mean, i.e. the average of the M noisy opacus rows before
+    ``reconstruct_rows`` divides it by the known scale ``beta c`` (eq. 16; recovered here by multiplying that scale
+    back), has expectation ``beta c X`` (the paper's ``nabla_W_j = beta_C(X) d_j X + xi_j`` with ``d_j = c``).  Its
+    coefficient along ``X``, ``<mean of rows, X> / ||X||^2`` averaged over the draws, with its standard error, against
+    ``beta c`` of eq. (10), ``beta = min(1, C / (sqrt(M) |c| ||X||))``.
     """
     norm = float(x0.norm())
     m_star, m_printed = mte.optimal_rows(C, norm), mte.optimal_rows_as_printed(C, norm)
@@ -110,12 +128,17 @@ def variance_table(x0: torch.Tensor, *, C: float, sigma: float, n_draws: int,
         rec = attack.reconstruct_rows(batch, C, sigma, rows=M, loss_scale=c, generator=generator)
         resid = (rec - x0).double().cpu().numpy().ravel()
         var = resid.var()
+        beta_c = c * min(1.0, C / (np.sqrt(M) * abs(c) * norm))  # eq. (10) times the loss scale
+        opacus_scale = c * min(1.0, C / (np.sqrt(M) * abs(c) * norm + attack.OPACUS_CLIP_EPS))  # what it divides by
+        plain = (rec * opacus_scale).double().flatten(1).cpu().numpy()  # the M rows' plain mean, per draw
+        coefficient, coefficient_se = checks.mean_se(plain @ x0.double().flatten().cpu().numpy() / norm**2)
         light = attack.sample_rows_release(batch, C, sigma, rows=M, loss_scale=c, generator=generator)
         step = max(1, resid.size // 200_000)
         p_two = stats.ks_2samp(resid[::step], (light - x0).double().cpu().numpy().ravel()[::step]).pvalue
         rows.append({"M": M, "loss scale c": c, "M c²": M * c * c, "Var(X̂ − X) opacus": var,
                      "± SE": checks.variance_se(var, resid.size),
                      "σ² max(|X|², C²/(Mc²))": float(mte.reconstruction_variance(sigma, norm, C, M, c)),
+                     "rows' plain mean / X": coefficient, "rows' mean SE": coefficient_se, "β c (eq. 10)": beta_c,
                      "KS p vs memory-light sampler": p_two})
     return pd.DataFrame(rows)
 
@@ -125,9 +148,11 @@ def shrinkage_counterexample(rng: np.random.Generator, generator: torch.Generato
 
     For ``(N, sigma)`` in {(10, 1), (64, 0.1), (3072, 0.01)} a target ``U(0, 1)^N`` drawn from ``rng`` and
     ``min(n_mc / 10, 2e6 / N)`` releases of the optimal attack: the mean MSE of ``X_hat`` and of ``a X_hat`` with
-    their standard errors and closed forms (eq. 21 and ``mte.shrinkage_expected_mse``), the threshold ``eta`` (half
-    the MVUE's expected MSE, or 0.995 of it at ``N = 3072``), Prop. 3's ``gamma(eta)`` (eq. 24) and the frequency of
-    ``MSE(a X_hat) <= eta``.  One row per case, with the number of draws.
+    their standard errors and closed forms (eq. 21 and ``mte.shrinkage_expected_mse``), the threshold ``eta`` midway
+    between the two expected MSEs, ``eta = (1 + a) sigma^2 ||X||^2 / 2`` (the shrinkage's expected MSE is
+    ``a sigma^2 ||X||^2``), Prop. 3's ``gamma(eta)`` (eq. 24, with the target's own norm as ``m``: the MVUE's exact
+    success probability), and the frequencies of ``MSE(X_hat) <= eta`` (``mvue_hit``, which must match ``gamma``) and
+    of ``MSE(a X_hat) <= eta`` (``hit``).  One row per case, with the number of draws.
     """
     rows = []
     for n, s in ((10, 1.0), (64, 0.1), (3072, 0.01)):
@@ -141,20 +166,21 @@ def shrinkage_counterexample(rng: np.random.Generator, generator: torch.Generato
         m1, se1 = checks.mean_se(mse_mvue)
         m2, se2 = checks.mean_se(mse_shrunk)
         expected = float(mte.expected_mse(sigma=s, norm=nx))
-        eta = 0.5 * expected if n < 1000 else 0.995 * expected
+        eta = 0.5 * (1 + a) * expected  # midway between E[MSE(a X_hat)] = a * expected and E[MSE(X_hat)]
         rows.append({"N": n, "sigma": s, "mvue": m1, "mvue_se": se1, "mvue_theory": mte.expected_mse(sigma=s, norm=nx),
                      "shrunk": m2, "shrunk_se": se2, "shrunk_theory": mte.shrinkage_expected_mse(s, nx, n),
                      "eta": eta, "gamma": float(mte.rero_gamma_mse(eta, N=n, sigma=s, min_norm=nx)),
-                     "hit": float(np.mean(mse_shrunk <= eta)), "draws": len(mse_shrunk)})
+                     "mvue_hit": float(np.mean(mse_mvue <= eta)), "hit": float(np.mean(mse_shrunk <= eta)),
+                     "draws": len(mse_shrunk)})
     return pd.DataFrame(rows)
 
 
 def shrinkage_summary(frame: pd.DataFrame) -> pd.DataFrame:
-    """The printed table of :func:`shrinkage_counterexample` (rounded; ``gamma`` to three significant digits)."""
-    return pd.DataFrame([{"N": r.N, "σ": r.sigma, "E[MSE] MVUE": round(r.mvue, 4),
-                          "E[MSE] shrinkage": round(r.shrunk, 4), "η": round(r.eta, 4),
-                          "paper's γ(η)": f"{r.gamma:.3g}", "P(MSE(shrunk) ≤ η)": round(r.hit, 4)}
-                         for r in frame.itertuples()])
+    """The shown table of :func:`shrinkage_counterexample`: the paper's ``gamma(eta)`` between the two success
+    frequencies (the MVUE's, which attains it, and the shrinkage's, which exceeds it)."""
+    return pd.DataFrame([{"N": r.N, "σ": r.sigma, "E[MSE] MVUE": r.mvue, "E[MSE] shrinkage": r.shrunk, "η": r.eta,
+                          "P(MSE(MVUE) ≤ η)": r.mvue_hit, "paper's γ(η) (24)": r.gamma,
+                          "P(MSE(shrunk) ≤ η)": r.hit} for r in frame.itertuples()])
 
 
 def rero_on_a_data_set(rng: np.random.Generator, generator: torch.Generator, n_mc: int,
@@ -164,8 +190,9 @@ def rero_on_a_data_set(rng: np.random.Generator, generator: torch.Generator, n_m
     A data set of 100 samples ``U(0, 1)^10`` drawn from ``rng``, smallest norm ``m``; for its smallest-, median- and
     largest-norm samples, ``n_mc`` releases of the optimal attack at noise multiplier ``sigma``.  Thresholds
     ``eta = sigma^2 m^2 / 2`` for the MSE and the equivalent ``10 log10(1 / eta)`` dB for the PSNR (nominal range
-    ``R = 1``).  Columns: the sample, its norm, the Monte-Carlo ``P(MSE <= eta)`` and ``gamma(eta)`` (eq. 24), the
-    Monte-Carlo ``P(PSNR >= eta)``, its exact value for this target (eqs. 62-63) and the bound (25).
+    ``R = 1``).  Columns: the sample, its norm, the Monte-Carlo ``P(MSE <= eta)`` and the paper's ``gamma(eta)``
+    (eq. 24), the Monte-Carlo ``P(PSNR >= eta)``, its exact value for this target (eqs. 62-63) and the paper's bound
+    (25).
     """
     D = torch.tensor(rng.random((100, 10)))
     d_norms = D.norm(dim=1).numpy()
@@ -180,12 +207,18 @@ def rero_on_a_data_set(rng: np.random.Generator, generator: torch.Generator, n_m
         mse_x = metrics.mse(x.expand_as(rel), rel).numpy()
         psnr_x = metrics.psnr(x.expand_as(rel), rel, data_range=1.0).numpy()  # nominal range R = 1 (Props. 4-5)
         rows.append({"sample": which, "|X|": float(x.norm()), "P(MSE ≤ η) MC": float(np.mean(mse_x <= eta_m)),
-                     "γ(η) (24)": float(mte.rero_gamma_mse(eta_m, N=10, sigma=sigma, min_norm=m_D)),
+                     "paper's γ(η) (24)": float(mte.rero_gamma_mse(eta_m, N=10, sigma=sigma, min_norm=m_D)),
                      "P(PSNR ≥ η) MC": float(np.mean(psnr_x >= eta_p)),
                      "exact (per target)": float(mte.psnr_success_probability(eta_p, 10, sigma, float(x.norm()), 1.0)),
-                     "bound (25)": float(mte.rero_gamma_psnr(eta_p, N=10, sigma=sigma, min_norm=m_D, data_range=1.0))})
+                     "paper's bound (25)": float(mte.rero_gamma_psnr(eta_p, N=10, sigma=sigma, min_norm=m_D,
+                                                                     data_range=1.0))})
     return pd.DataFrame(rows)
 
+
+#: Font sizes of the multi-panel figures: with figures about 7.5 inches wide (the page's column at 110 dpi), tick and
+#: axis labels come out at about the size of the body text.
+READABLE_FONTS = {"font.size": 12, "axes.titlesize": 13, "axes.labelsize": 13, "xtick.labelsize": 12,
+                  "ytick.labelsize": 12, "legend.fontsize": 12, "legend.title_fontsize": 12, "figure.titlesize": 13}
 
 FIG2_SIGMAS = (1e-2, 1e-1, 1.0, 10.0)
 FIG2_ROWS = 100
@@ -223,35 +256,38 @@ def figure2_regimes(rng: np.random.Generator, generator: torch.Generator, device
 def plot_figure2(fig2: pd.DataFrame, regimes: dict, u_norms: np.ndarray):
     """The 3 x 3 panel of Figure 2 from :func:`figure2_regimes`: boxes of the 100 samples per ``sigma``, the 5-95 %
     band of Theorem 2's law at the smallest and largest norm (MSE, PSNR with ``R = 1``) and the bound (28) (NCC)."""
-    fig, axes = plt.subplots(3, 3, figsize=(11, 8), sharex=True)
-    grid_s = np.geomspace(5e-3, 20, 100)
-    sig2 = list(FIG2_SIGMAS)
-    for i, label in enumerate(regimes):
-        sub = fig2[fig2.regime == label]
-        sd_scale = np.maximum(np.array([u_norms.min(), u_norms.max()]) ** 2, regimes[label] ** 2 / FIG2_ROWS)
-        for j, metric in enumerate(["MSE", "PSNR", "NCC"]):
-            ax = axes[i, j]
-            ax.boxplot([sub[sub.sigma == s][metric] for s in sig2], positions=np.log10(sig2), widths=0.3,
-                       patch_artist=True, boxprops={"facecolor": "limegreen", "alpha": 0.5})
-            if metric == "MSE":
-                lo = grid_s**2 * sd_scale[0] / 4 * stats.chi2(4).ppf(0.05)
-                hi = grid_s**2 * sd_scale[1] / 4 * stats.chi2(4).ppf(0.95)
-                ax.fill_between(np.log10(grid_s), lo, hi, color=plotting.BOUND, alpha=0.2, label="theory, 5-95 %")
-                ax.set_yscale("log")
-            elif metric == "PSNR":
-                lo = 10 * np.log10(4 / (grid_s**2 * sd_scale[1] * stats.chi2(4).ppf(0.95)))
-                hi = 10 * np.log10(4 / (grid_s**2 * sd_scale[0] * stats.chi2(4).ppf(0.05)))
-                ax.fill_between(np.log10(grid_s), lo, hi, color=plotting.BOUND, alpha=0.2, label="theory, 5-95 %")
-            else:
-                ax.plot(np.log10(grid_s), mte.ncc_bound(4, grid_s), "k--", label="bound (28)")
-            ax.set_ylabel(f"{label}\n{metric}" if j == 0 else metric)
-            if i == 2:
-                ax.set_xlabel(r"$\log_{10}\sigma$")
-            if i == 0:
-                ax.set_title(metric + (" [dB, R = 1]" if metric == "PSNR" else ""))
-    axes[0, 0].legend(fontsize="small")
-    axes[0, 2].legend(fontsize="small")
-    fig.suptitle("Figure 2 counterpart: 100 samples of U(0,1)^4, M = 100, one opacus step each")
+    with plt.rc_context(READABLE_FONTS):
+        fig, axes = plt.subplots(3, 3, figsize=(8.4, 8.4), sharex=True)
+        grid_s = np.geomspace(5e-3, 20, 100)
+        sig2 = list(FIG2_SIGMAS)
+        for i, label in enumerate(regimes):
+            sub = fig2[fig2.regime == label]
+            sd_scale = np.maximum(np.array([u_norms.min(), u_norms.max()]) ** 2, regimes[label] ** 2 / FIG2_ROWS)
+            for j, metric in enumerate(["MSE", "PSNR", "NCC"]):
+                ax = axes[i, j]
+                ax.boxplot([sub[sub.sigma == s][metric] for s in sig2], positions=np.log10(sig2), widths=0.3,
+                           patch_artist=True, boxprops={"facecolor": "limegreen", "alpha": 0.5})
+                if metric == "MSE":
+                    lo = grid_s**2 * sd_scale[0] / 4 * stats.chi2(4).ppf(0.05)
+                    hi = grid_s**2 * sd_scale[1] / 4 * stats.chi2(4).ppf(0.95)
+                    ax.fill_between(np.log10(grid_s), lo, hi, color=plotting.BOUND, alpha=0.2,
+                                    label="theory, 5-95 %")
+                    ax.set_yscale("log")
+                elif metric == "PSNR":
+                    lo = 10 * np.log10(4 / (grid_s**2 * sd_scale[1] * stats.chi2(4).ppf(0.95)))
+                    hi = 10 * np.log10(4 / (grid_s**2 * sd_scale[0] * stats.chi2(4).ppf(0.05)))
+                    ax.fill_between(np.log10(grid_s), lo, hi, color=plotting.BOUND, alpha=0.2,
+                                    label="theory, 5-95 %")
+                else:
+                    ax.plot(np.log10(grid_s), mte.ncc_bound(4, grid_s), "k--", label="bound (28)")
+                ax.set_ylabel(f"{label}\n{metric}" if j == 0 else metric)
+                if i == 2:
+                    ax.set_xlabel(r"$\log_{10}\sigma$")
+                if i == 0:
+                    ax.set_title(metric + (" [dB, R = 1]" if metric == "PSNR" else ""))
+        handles = [*zip(*axes[0, 0].get_legend_handles_labels()), *zip(*axes[0, 2].get_legend_handles_labels())]
+        fig.legend([h for h, _ in handles], [label for _, label in handles], loc="outside lower center", ncol=2)
+        fig.suptitle("Figure 2 counterpart: 100 samples of U(0,1)^4,\nM = 100, one opacus step each")
     return fig
 
 
@@ -263,26 +299,30 @@ def plot_figure3():
     ``{(varied quantity, value): dB}``."""
     fixed = {"sigma": 1.0, "N": 1, "norm": 1.0}
     variations = {"σ": ("sigma", [0.1, 1.0, 10.0]), "N": ("N", [1, 10, 1000]),
-                  "|X|₂ (smallest norm)": ("norm", [0.1, 1.0, 10.0])}
+                  "smallest\nnorm |X|₂": ("norm", [0.1, 1.0, 10.0])}
     eta_mse = np.geomspace(1.5709e-6, 663.49, 400)
     eta_psnr = np.linspace(-28.218, 58.039, 400)
-    fig, axes = plt.subplots(3, 2, figsize=(10, 8))
-    expected_psnr = {}
-    for i, (name, (key, values)) in enumerate(variations.items()):
-        colours = plt.cm.viridis(np.linspace(0, 0.85, len(values)))
-        for v, colour in zip(values, colours):
-            p = {**fixed, key: v}
-            axes[i, 0].plot(eta_mse, mte.mse_cdf(eta_mse, p["N"], p["sigma"], p["norm"]), color=colour,
-                            label=f"{name} = {v:g}")
-            axes[i, 0].axvline(float(mte.expected_mse(sigma=p["sigma"], norm=p["norm"])), color=colour, ls="--", lw=1)
-            axes[i, 1].plot(eta_psnr, mte.psnr_success_probability(eta_psnr, p["N"], p["sigma"], p["norm"], 1.0),
-                            color=colour)
-            expected_psnr[(name, v)] = float(mte.psnr_mean(p["N"], p["sigma"], p["norm"], 1.0))
-            axes[i, 1].axvline(expected_psnr[(name, v)], color=colour, ls="--", lw=1)
-        axes[i, 0].set(xscale="log", xlabel="MSE threshold η", ylabel="γ(η) = P(MSE ≤ η)", ylim=(-0.1, 1.1))
-        axes[i, 1].set(xlabel="PSNR threshold η [dB]", ylabel="P(PSNR ≥ η)", ylim=(-0.1, 1.1))
-        axes[i, 0].legend(fontsize="small")
-    fig.suptitle("Figure 3 counterpart (closed form; dashed: expected values)")
+    with plt.rc_context(READABLE_FONTS):
+        fig, axes = plt.subplots(3, 2, figsize=(7.6, 7.8))
+        expected_psnr = {}
+        for i, (name, (key, values)) in enumerate(variations.items()):
+            colours = plt.cm.viridis(np.linspace(0, 0.85, len(values)))
+            for v, colour in zip(values, colours):
+                p = {**fixed, key: v}
+                axes[i, 0].plot(eta_mse, mte.mse_cdf(eta_mse, p["N"], p["sigma"], p["norm"]), color=colour,
+                                label=f"{v:g}")
+                axes[i, 0].axvline(float(mte.expected_mse(sigma=p["sigma"], norm=p["norm"])), color=colour, ls="--",
+                                   lw=1)
+                axes[i, 1].plot(eta_psnr, mte.psnr_success_probability(eta_psnr, p["N"], p["sigma"], p["norm"], 1.0),
+                                color=colour)
+                expected_psnr[(name, v)] = float(mte.psnr_mean(p["N"], p["sigma"], p["norm"], 1.0))
+                axes[i, 1].axvline(expected_psnr[(name, v)], color=colour, ls="--", lw=1)
+            axes[i, 0].set(xscale="log", xlabel="MSE threshold η", ylabel="P(MSE ≤ η)", ylim=(-0.1, 1.1))
+            axes[i, 1].set(xlabel="PSNR threshold η [dB]", ylabel="P(PSNR ≥ η)", ylim=(-0.1, 1.1))
+            # the legend beside the row, outside the axes, where it covers no curve
+            axes[i, 1].legend(*axes[i, 0].get_legend_handles_labels(), title=name, loc="center left",
+                              bbox_to_anchor=(1.02, 0.5), frameon=False)
+        fig.suptitle("Figure 3 counterpart (closed form; dashed: expected values)")
     return fig, expected_psnr
 
 
@@ -316,8 +356,9 @@ def ncc_sample_law(rng: np.random.Generator, generator: torch.Generator, n_mc: i
         rho = float(mte.ncc_rho(s, nx, var, n))
         bound = float(mte.ncc_bound(n, s))
         _, se = checks.mean_se(r)
-        rows.append({"N": n, "σ": s, "mean sample NCC": r.mean(), "Prop. 6 (28)": float(mte.ncc_limit(s, nx, var)),
-                     "bound": bound, "P(NCC > bound) MC": float(np.mean(r > bound)),
+        rows.append({"N": n, "σ": s, "mean sample NCC": r.mean(),
+                     "paper's Prop. 6 (28)": float(mte.ncc_limit(s, nx, var)), "paper's bound (28)": bound,
+                     "P(NCC > bound) MC": float(np.mean(r > bound)),
                      "exact law": float(1 - mte.ncc_cdf_exact(bound, n, rho)), "SE of the mean": se, "draws": len(r)})
         samples.append((n, r, rho))
     return pd.DataFrame(rows), samples
@@ -349,19 +390,41 @@ def figure4_mse_theory(norms: np.ndarray, N: int, sigmas) -> tuple[np.ndarray, n
 
 
 def plot_figure4(fig4: pd.DataFrame, images: torch.Tensor, norms: np.ndarray):
-    """The metric grid of Figure 4 from :func:`figure4_records`, with the per-image means of Prop. 2 (MSE) and of
-    Prop. 6's value and bound (28) (NCC)."""
+    """The metrics of Figure 4 from :func:`figure4_records`, three panels per row (MSE, PSNR, NCC; NMI, SSIM[, LPIPS]):
+    the mean over the images and its 10-90 % band against ``sigma``, with the per-image means of Prop. 2 (MSE) and of
+    Prop. 6's value and bound (28) (NCC); the legend takes the sixth panel when LPIPS is absent."""
     sig = np.array(sorted(fig4.sigma.unique()))
     norms = np.asarray(norms).astype(float)
     variances = images.double().cpu().numpy().reshape(len(images), -1).var(axis=1)
     e_mse, _ = figure4_mse_theory(norms, images[0].numel(), sig)
-    theory = {("MSE", 1.0): [(sig, e_mse, "E[MSE], Prop. 2", plotting.EXACT, ":")],
-              ("NCC", 1.0): [(sig, [np.mean(mte.ncc_limit(s, norms, variances)) for s in sig], "Prop. 6 (28)",
-                              plotting.EXACT, ":"),
-                             (sig, mte.ncc_bound(images[0].numel(), sig), "bound (28)", plotting.DIM_BOUND, "--")]}
+    theory = {"MSE": [(e_mse, "E[MSE], Prop. 2", plotting.EXACT, ":")],
+              "NCC": [([np.mean(mte.ncc_limit(s, norms, variances)) for s in sig], "Prop. 6 (28)", plotting.EXACT, ":"),
+                      (mte.ncc_bound(images[0].numel(), sig), "bound (28)", plotting.DIM_BOUND, "--")]}
     shown = ["MSE", "PSNR", "NCC", "NMI", "SSIM"] + (["LPIPS"] if "LPIPS" in fig4 else [])
-    return plotting.metric_grid(fig4, shown, row="C", theory=theory, logy=("MSE",), units={"PSNR": "dB"},
-                                title=f"Figure 4 counterpart: {len(images)} images, C = 1, M = 10", height=2.6)
+    with plt.rc_context(READABLE_FONTS):
+        fig, axes = plt.subplots(2, 3, figsize=(7.4, 5.6), sharex=True)
+        for ax, m in zip(axes.flat, shown):
+            band = fig4.groupby("sigma")[m].agg(["mean", lambda v: v.quantile(0.1), lambda v: v.quantile(0.9)])
+            ax.plot(band.index, band["mean"], "o-", ms=3, lw=1, color=plotting.EMPIRICAL,
+                    label="mean (10-90 % band)")
+            ax.fill_between(band.index, band.iloc[:, 1], band.iloc[:, 2], color=plotting.EMPIRICAL, alpha=0.2,
+                            lw=0)
+            for ys, label, colour, style in theory.get(m, []):
+                ax.plot(sig, ys, style, color=colour, lw=1.6, label=label)
+            ax.set(xscale="log", yscale="log" if m == "MSE" else "linear", title=m + (" [dB]" if m == "PSNR" else ""))
+            ax.tick_params(labelbottom=True)
+            ax.set_xlabel(r"$\sigma$")
+        handles = {}
+        for ax in axes.flat:
+            for handle, label in zip(*ax.get_legend_handles_labels()):
+                handles.setdefault(label, handle)
+        if len(shown) < 6:
+            axes[1, 2].axis("off")
+            axes[1, 2].legend(list(handles.values()), list(handles), loc="center", frameon=False)
+        else:
+            fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncol=3)
+        fig.suptitle(f"Figure 4 counterpart: {len(images)} images, C = 1, M = 10,\nagainst the noise multiplier σ")
+    return fig
 
 
 def figure5_scaling(x0: torch.Tensor, seed: int, sigma: float = 1e-3, n_draws: int = 200,
