@@ -82,9 +82,9 @@ def image_grid(images: torch.Tensor, row_labels, col_labels, title=None, size=1.
             ax.set_yticks([])
             ax.grid(False)
             if i == 0:
-                ax.set_title(col_labels[j], fontsize="small")
+                ax.set_title(col_labels[j], fontsize="medium")
             if j == 0:
-                ax.set_ylabel(row_labels[i], fontsize="small")
+                ax.set_ylabel(row_labels[i], fontsize="medium")
     if title:
         fig.suptitle(title)
     return fig
@@ -125,8 +125,23 @@ def bound_histograms(panels: dict, xlabel: str, title=None, xlims=None, bins: in
 PAPER_PREFIXES = ("paper", "Paper")
 
 
-def table(frame, *, digits: int = 4, formats: dict | None = None, caption: str | None = None):
-    """The book's one table style: a result table as an HTML table (pandas ``Styler``) that wraps to the page.
+class Table:
+    """A result table for a notebook: shown as the styled HTML table, with a plain-text form that is the table's
+    content (a pandas ``Styler``'s own text form holds a memory address, which differs on every run and would break
+    nbval's comparison of the cell).  ``styler`` is the underlying pandas ``Styler``."""
+
+    def __init__(self, styler, frame):
+        self.styler, self.frame = styler, frame
+
+    def _repr_html_(self) -> str:
+        return self.styler.to_html()
+
+    def __repr__(self) -> str:
+        return self.frame.to_string(index=False)
+
+
+def table(frame, *, digits: int = 4, formats: dict | None = None, caption: str | None = None) -> Table:
+    """The book's one table style: a result table as an HTML table that wraps to the page (see :class:`Table`).
 
     Numbers are shown with ``digits`` significant digits (``formats`` maps a column to a format string or callable
     instead), missing values as "—", the index hidden; columns named ``paper...`` are shaded so that a paper's
@@ -146,4 +161,4 @@ def table(frame, *, digits: int = 4, formats: dict | None = None, caption: str |
     if caption:
         styler = styler.set_caption(caption)
     digest = hashlib.sha256(frame.to_csv().encode() + (caption or "").encode()).hexdigest()[:10]
-    return styler.set_uuid(f"t{digest}").set_table_attributes('class="compendium-table"')
+    return Table(styler.set_uuid(f"t{digest}").set_table_attributes('class="compendium-table"'), frame)
