@@ -204,23 +204,3 @@ def plot_subsampled_curves(curves: pd.DataFrame, *, steps: int, kappa: float):
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     ax.set_title("Prior-aware worst case: the sampling rate matters")
     return fig
-
-
-def edgeworth_errors(*, sigmas, sample_rates, steps, kappas=(0.001, 0.01, 0.1)) -> pd.DataFrame:
-    """From Mean to Extreme's Edgeworth approximation (the authors' ``rero_bound_sgm``) against the exact bound on a
-    grid of settings: one row per (sigma, q, T, kappa) with both values, the exact bound's numerical error, and the
-    approximation's relative error (negative: it under-estimates the risk)."""
-    rows = []
-    for sigma in sigmas:
-        for q in sample_rates:
-            for T in steps:
-                curve = rero.subsampled_gaussian_tradeoff(noise_multiplier=sigma, sample_rate=q, steps=T)
-                k = np.asarray(kappas, float)
-                estimate, certified = 1 - curve.estimate(k), 1 - curve.certified(k)
-                approx = rero.rero_bound_edgeworth(k, noise_multiplier=sigma, sample_rate=q, steps=T)
-                for i, kappa in enumerate(kappas):
-                    rows.append({"sigma": sigma, "q": q, "T": T, "kappa": kappa, "exact": float(estimate[i]),
-                                 "numerical error": float(certified[i] - estimate[i]),
-                                 "Edgeworth (authors' code)": float(approx[i]),
-                                 "relative error": float(approx[i] / estimate[i] - 1)})
-    return pd.DataFrame(rows)

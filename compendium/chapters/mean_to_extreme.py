@@ -22,13 +22,19 @@ TITLE = "From mean to extreme: formal DP bounds on the success of real-world rec
 
 SCALES = {
     "ci": dict(n_images=6, resolution=16, fig1_resolution=32, fig4_sigmas=(1e-4, 1e-3, 1e-2, 1e-1), n_mc=20_000,
-               n_opacus=300, image_source="photos", imagenet_dir=None, use_lpips=False),
+               n_opacus=300, image_source="photos", imagenet_dir=None, use_lpips=False,
+               subsampling_sigmas=(1.0,), subsampling_sample_rates=(0.01,),
+               subsampling_steps=(100,)),
     "book": dict(n_images=20, resolution=64, fig1_resolution=64,
                  fig4_sigmas=tuple(float(s) for s in torch.logspace(-4, -1, 13)), n_mc=200_000, n_opacus=2000,
-                 image_source="photos", imagenet_dir=None, use_lpips=True),
+                 image_source="photos", imagenet_dir=None, use_lpips=True,
+                 subsampling_sigmas=(0.7, 1.0), subsampling_sample_rates=(0.001, 0.01),
+                 subsampling_steps=(1000,)),
     "paper": dict(n_images=100, resolution=224, fig1_resolution=224,
                   fig4_sigmas=tuple(float(s) for s in torch.logspace(-4, -1, 50)), n_mc=1_000_000, n_opacus=2000,
-                  image_source="imagenet", imagenet_dir="data/imagenet-val", use_lpips=True),
+                  image_source="imagenet", imagenet_dir="data/imagenet-val", use_lpips=True,
+                  subsampling_sigmas=(0.5, 0.7, 1.0, 2.0), subsampling_sample_rates=(0.001, 0.01, 0.1),
+                 subsampling_steps=(100, 1000)),
 }
 
 
@@ -40,7 +46,9 @@ class Settings(_Settings):
     Figure 4); ``fig1_resolution`` the side of the images of Figures 1 and 6; ``n_mc`` the Monte-Carlo sample size of
     the distributional checks; ``n_opacus`` the number of reconstructions drawn through opacus for the goodness-of-fit
     tests of the real attack; ``image_source``, ``imagenet_dir`` and ``use_lpips`` as in the Ziller chapter's
-    settings (the perceptual metric here is LPIPS-VGG, as in the paper).
+    settings (the perceptual metric here is LPIPS-VGG, as in the paper); ``subsampling_*`` the DP-SGD settings
+    (noise multipliers, Poisson sampling rates, steps) on which the exact prior-aware bound under subsampling is put
+    beside the authors' Edgeworth approximation.
     """
 
     n_images: int
@@ -52,6 +60,9 @@ class Settings(_Settings):
     image_source: str
     imagenet_dir: str | None
     use_lpips: bool
+    subsampling_sigmas: tuple[float, ...]
+    subsampling_sample_rates: tuple[float, ...]
+    subsampling_steps: tuple[int, ...]
 
     def validate(self) -> None:
         validation.integer("n_images", self.n_images, minimum=5)
@@ -61,6 +72,11 @@ class Settings(_Settings):
         validation.integer("n_mc", self.n_mc, minimum=10_000)
         validation.integer("n_opacus", self.n_opacus, minimum=200)
         check_image_source(self.image_source, self.imagenet_dir)
+        validation.grid("subsampling_sigmas", self.subsampling_sigmas, what="noise multipliers")
+        for q in validation.grid("subsampling_sample_rates", self.subsampling_sample_rates):
+            validation.number("subsampling_sample_rates", q, above=0.0, below=1.0)
+        for t in self.subsampling_steps:
+            validation.integer("subsampling_steps", t, minimum=30, what="the authors' approximation needs T >= 30")
 
 
 def settings(scale: str = "book", device: str = "auto", seed: int = 0, **overrides) -> Settings:
