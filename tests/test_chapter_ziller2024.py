@@ -17,10 +17,12 @@ def test_describe_images_names_the_scale_the_dimension_and_lpips():
     cfg = chapter.settings("ci", device="cpu")
     images = torch.full((cfg.n_images, 3, cfg.resolution, cfg.resolution), 0.5)
     text = chapter.describe_images(cfg, "cpu", images, False, "not requested at this scale")
-    first, second = text.split("\n")
-    assert first.startswith("scale=ci, device=cpu, seed=0: 12 images of 3x16x16 (N = 768)")
-    assert first.endswith("norms min/median/max = 13.86/13.86/13.86")
-    assert second == "LPIPS: skipped (not requested at this scale)"
+    first, second, third = text.split("\n")
+    assert first == "scale=ci, device=cpu, seed=0: 12 images of 3x16x16 (N = 768),"
+    assert second == "  norms min/median/max = 13.86/13.86/13.86"
+    assert third == "LPIPS: skipped (not requested at this scale)"
+    long = chapter.describe_images(cfg, "cpu", images, False, "a reason " * 30)
+    assert max(len(line) for line in long.split("\n")) <= 88
     assert chapter.describe_images(cfg, "cpu", images, True, "").endswith("\nLPIPS: used")
 
 
@@ -103,3 +105,70 @@ def test_figure3_grid_cells_and_largest_clip():
     at = chapter.figure3_at_clip(cells, images, clip_norms[1])
     assert len(at) == 4 and at.sigma.is_monotonic_increasing
     assert at.bound8.tolist() == [float(zb.ncc_bound_dim(images[r].numel(), s)) for r, s in zip(at.resolution, at.sigma)]
+
+
+def test_figure3_resolutions_tables_and_sentence():
+    images = {r: torch.linspace(0, 1, 3 * r * r).reshape(1, 3, r, r) for r in (4, 8)}
+    large = pd.DataFrame({"sigma": [0.01, 0.01, 1.0, 1.0], "resolution": [4, 8, 4, 8], "NCC": [0.5, 0.6, 0.0, 0.01],
+                          "bound8": [0.99, 0.97, 0.14, 0.07], "eq7": [0.51, 0.59, 0.0, 0.0]})
+    by_res = chapter.figure3_resolutions(large, images)
+    assert by_res["resolution [px]"].tolist() == [4, 8] and by_res.N.tolist() == [48, 192]
+    assert by_res.NCC.tolist() == [0.5, 0.6] and by_res["bound (8)"].tolist() == [0.99, 0.97]  # smallest sigma only
+    assert by_res["pixel sd"].tolist() == pytest.approx([float(x.std(unbiased=False)) for x in images.values()])
+    text = chapter.describe_figure3_ncc(by_res, 100.0, 0.01)
+    lines = text.split("\n")
+    assert lines[0] == "C = 100, sigma = 0.01, at 4 / 8 px:" and len(lines) == 4
+    assert lines[1].startswith("  mean NCC 0.500 / 0.600 (x1.20") and lines[2] == "  eq. (7)  0.510 / 0.590"
+    sd = by_res["pixel sd"]
+    assert lines[3] == f"  per-pixel sd {sd[0]:.3f} / {sd[1]:.3f} (x{sd[1] / sd[0]:.2f})"
+    wide = chapter.figure3_ncc_table(large)
+    assert list(wide.columns) == ["σ", "NCC, 4 px", "NCC, 8 px", "bound (8), 4 px", "bound (8), 8 px"]
+    assert wide["NCC, 8 px"].tolist() == [0.6, 0.01]
+    sd = chapter.photo_pixel_sd("astronaut", (8, 32))
+    assert 0 < sd[8] < sd[32] < 0.5  # downsampling averages detail away
+
+
+def test_table1_puts_the_papers_values_next_to_ours():
+    table = chapter.table1()
+    assert len(table) == len(zb.table1_rows) and table.varied.iloc[0] == "baseline"
+    assert table.varied.tolist()[8] == "N\u00a0=\u00a010" and table.varied.tolist()[-1] == "κ\u00a0=\u00a010⁻⁹"
+    assert table.varied.tolist()[1] == "σ\u00a0=\u00a010⁻⁴" and table.varied.tolist()[4] == "σ\u00a0=\u00a010⁴"
+    paper = [c for c in table.columns if c.startswith("paper")]
+    assert len(paper) == 4 and all(table.columns[table.columns.get_loc(c) + 1].endswith("(ours)") for c in paper)
+    for c in paper:
+        assert (table[c] == table[table.columns[table.columns.get_loc(c) + 1]]).all(), c
+    line = chapter.table1_corrections(table)
+    assert "\n  N\u00a0=\u00a010: max E[NCC] 31.0% (printed 30.2%)" in line
+    assert "\n  N\u00a0=\u00a010: E[PSNR] [dB] 0.4 (printed 0.0)" in line
+
+
+def test_plot_metric_grid_draws_experiments_as_points_and_each_bound_in_its_own_style():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    gen = torch.Generator().manual_seed(0)
+    images = torch.rand((10, 3, 8, 8), generator=gen)
+    results = chapter.figure1_grid(images, (0.1, 20.0), (0.01, 0.1), lpips=False, generator=gen)
+    x_all = images.double().numpy()
+    summary, er2 = chapter.figure1_summary(results, chapter.figure1_theory(x_all, (0.1, 20.0), (0.01, 0.1)), x_all)
+    sig = np.geomspace(0.01, 0.1, 5)
+    curves = chapter.figure1_curves(summary, sig, 192, er2)
+    styles = {label: style for spec in curves.values() for _, _, label, _, style in spec if label.startswith("bound")}
+    assert sorted(styles) == ["bound (5)", "bound (6)", "bound (8)", "bound (9)"]
+    assert len({str(s) for s in styles.values()}) == 4  # one line style per bound
+    fig = chapter.plot_metric_grid(results, ["MSE", "PSNR", "NCC"], row="C", theory=curves, logy=("MSE",))
+    assert fig.get_size_inches()[0] == pytest.approx(chapter.WIDTH) and len(fig.axes) == 6
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels[0].startswith("experiment") and {"bound (5)", "bound (6)", "bound (8)", "bound (9)"} <= set(labels)
+    for ax in fig.axes:
+        assert all(t.get_size() == chapter.FONT for t in ax.get_xticklabels() + ax.get_yticklabels())
+        experiment = [ln for ln in ax.get_lines() if ln.get_marker() == "o"]
+        assert experiment and all(ln.get_linestyle() == "None" for ln in experiment)  # points, not lines
+    with pytest.raises(ValueError, match="at most three panels"):
+        chapter.plot_metric_grid(results, ["MSE", "PSNR", "NCC", "NMI"], row="C")
+    curves3 = chapter.figure3_curves({4: images[:1, :, :4, :4], 8: images[:1]}, (0.1, 20.0), sig)
+    assert [c[2] for c in curves3[("NCC", 20.0)]] == ["eq. (7), 4 px", "bound (8), 4 px", "eq. (7), 8 px",
+                                                      "bound (8), 8 px"]
+    plt.close("all")

@@ -96,13 +96,17 @@ def _attack():
 
 
 def describe_images(cfg: Settings, device, images: torch.Tensor, lpips_ok: bool, lpips_reason: str) -> str:
-    """Two lines for the set-up cell: the scale, the device, the seed, the images (count, size, dimension N and
-    their L2 norms, which decide where clipping starts in Figure 1) and whether LPIPS (Figure 4) is computed."""
+    """Lines of at most 88 characters for the set-up cell: the scale, the device, the seed, the images (count, size,
+    dimension N and their L2 norms, which decide where clipping starts in Figure 1) and whether LPIPS (Figure 4) is
+    computed."""
+    import textwrap
+
     norms = images.flatten(1).norm(dim=1).cpu().numpy()
     return (f"scale={cfg.scale}, device={device}, seed={cfg.seed}: {cfg.n_images} images of "
-            f"3x{cfg.resolution}x{cfg.resolution} (N = {images[0].numel()}), norms min/median/max = "
+            f"3x{cfg.resolution}x{cfg.resolution} (N = {images[0].numel()}),\n  norms min/median/max = "
             f"{norms.min():.2f}/{np.median(norms):.2f}/{norms.max():.2f}\n"
-            "LPIPS: " + ("used" if lpips_ok else f"skipped ({lpips_reason})"))
+            + textwrap.fill("LPIPS: " + ("used" if lpips_ok else f"skipped ({lpips_reason})"), 88,
+                            subsequent_indent="  "))
 
 
 def ncc_cases(rng: np.random.Generator, *, n_mc: int, seed: int, sizes=(10, 50)):
@@ -185,13 +189,13 @@ def figure2(*, n_mc: int, seed: int, n: int = 50) -> dict:
     return {
         "MSE": dict(draws=metrics.mse(x_unclipped.expand_as(rel_u), rel_u).numpy(),
                     cdf=lambda e: zb.rero_gamma_mse(e, N=n, C=C, sigma=s), bound=float(zb.mse_lower_bound(C, s)),
-                    grid=np.linspace(0.2, 2.0, 300), xlabel="MSE threshold η"),
+                    grid=np.linspace(0.2, 2.0, 300), xlabel="threshold η"),
         "PSNR": dict(draws=metrics.psnr(x_unclipped.expand_as(rel_u), rel_u).numpy(),
                      cdf=lambda e: zb.psnr_cdf_prop7(e, n, C, s), bound=float(zb.psnr_upper_bound(C, s)),
-                     grid=np.linspace(-4, 4, 300), xlabel="PSNR threshold η [dB]"),
+                     grid=np.linspace(-4, 4, 300), xlabel="threshold η [dB]"),
         "NCC": dict(draws=metrics.ncc(x_centred.expand_as(rel_c), rel_c).numpy(),
                     cdf=lambda e: zb.ncc_cdf_exact(e, n, a), bound=float(zb.ncc_bound_dim(n, s)),
-                    grid=np.linspace(-0.6, 0.8, 300), xlabel="NCC threshold η"),
+                    grid=np.linspace(-0.6, 0.8, 300), xlabel="threshold η"),
     }
 
 
@@ -202,15 +206,16 @@ def plot_figure2(panels: dict, n_shown: int = 4000):
 
     from compendium import plotting
 
-    fig, axes = plt.subplots(1, 3, figsize=(11, 3.2))
+    fig, axes = plt.subplots(1, 3, figsize=(WIDTH, 3.3), sharey=True, layout="constrained")
     for ax, (m, p) in zip(axes, panels.items()):
         ax.plot(p["grid"], p["cdf"](p["grid"]), color=plotting.EXACT, lw=1.5, label="closed form")
         q = np.sort(p["draws"][:n_shown])
         ax.plot(q, np.arange(1, len(q) + 1) / len(q), color=plotting.EMPIRICAL, lw=4, alpha=0.35, label="Monte Carlo")
         ax.axvline(p["bound"], ls="--", color=plotting.DIM_BOUND, label="bound on the expectation")
-        ax.set(xlabel=p["xlabel"], ylabel="CDF  P(metric ≤ η)", title=m)
-    axes[0].legend()
-    return fig
+        ax.set(xlabel=p["xlabel"], title=m)
+    axes[0].set_ylabel("P(metric ≤ η)")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=3)
+    return readable(fig)
 
 
 def figure1_grid(images: torch.Tensor, clip_norms, sigmas, *, lpips: bool, generator: torch.Generator | None):
@@ -327,3 +332,249 @@ def figure3_at_clip(cells: pd.DataFrame, images: dict, C: float) -> pd.DataFrame
     return at.assign(eq7=[zb.ncc_eq7(images[r].double().cpu().numpy().ravel(), C, s)
                           for r, s in zip(at.resolution, at.sigma)],
                      bound8=[float(zb.ncc_bound_dim(images[r].numel(), s)) for r, s in zip(at.resolution, at.sigma)])
+
+
+def figure3_resolutions(large: pd.DataFrame, images: dict) -> pd.DataFrame:
+    """Section 3.3's explanation of Figure 3 put to the test: per resolution of :func:`figure3_at_clip`'s table
+    (nothing clipped), the dimension ``N``, the norm, the per-pixel mean and standard deviation of the image (the
+    paper says the variance "remains constant as we change the resolution"), and at the smallest ``sigma`` the mean
+    NCC, eq. (7) and bound (8)."""
+    first = large[large.sigma == large.sigma.min()].set_index("resolution")
+    rows = []
+    for r, x in images.items():
+        flat = x.double().cpu().numpy().ravel()
+        rows.append({"resolution [px]": r, "N": flat.size, "‖X‖": float(np.linalg.norm(flat)),
+                     "pixel mean": float(flat.mean()), "pixel sd": float(flat.std()),
+                     "NCC": float(first.NCC[r]), "eq. (7)": float(first.eq7[r]), "bound (8)": float(first.bound8[r])})
+    return pd.DataFrame(rows)
+
+
+def describe_figure3_ncc(by_resolution: pd.DataFrame, C: float, sigma: float) -> str:
+    """One sentence on the largest ``C`` of Figure 3 from :func:`figure3_resolutions`'s table: how the mean NCC at
+    the smallest ``sigma`` changes from the lowest to the highest resolution, beside eq. (7) and the per-pixel
+    standard deviation that eq. (7) depends on."""
+    lo, hi = by_resolution.iloc[0], by_resolution.iloc[-1]
+    res = " / ".join(f"{r:g}" for r in by_resolution["resolution [px]"])
+    return (f"C = {C:.4g}, sigma = {sigma:.3g}, at {res} px:\n"
+            f"  mean NCC {' / '.join(f'{v:.3f}' for v in by_resolution.NCC)} (x{hi.NCC / lo.NCC:.2f} from the lowest "
+            f"to the highest resolution)\n  eq. (7)  {' / '.join(f'{v:.3f}' for v in by_resolution['eq. (7)'])}\n"
+            f"  per-pixel sd {' / '.join(f'{v:.3f}' for v in by_resolution['pixel sd'])} "
+            f"(x{hi['pixel sd'] / lo['pixel sd']:.2f})")
+
+
+_VARIED = {"baseline": "baseline", "sigma": "σ", "C": "C", "N": "N", "T": "T", "kappa": "κ"}
+
+
+def _setting(value: float) -> str:
+    """A parameter value of Table 1 for a narrow cell: the powers of ten from 10^3 up and from 10^-3 down as 10ᵏ."""
+    k = np.log10(value)
+    if k == round(k) and abs(k) >= 3:
+        return "10" + str(int(round(k))).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
+    return f"{value:g}"
+
+
+def table1() -> pd.DataFrame:
+    """Table 1 (Section 3.2) recomputed: one row per printed row, named by the parameter it varies from the baseline
+    ``sigma = C = T = 1``, ``N = 1000``, ``kappa = 0.1``; the paper's printed value of each column next to ours
+    (:func:`~compendium.bounds.ziller2024.table1_row`, formatted at the paper's precision); after the PSNR our exact
+    ``E[PSNR]`` of an unclipped sample of range 1, after the NCC our exact maximum ``E[NCC]``."""
+    rows = []
+    for varying, s, C, N, T, kappa, *printed in zb.table1_rows:
+        ours = zb.table1_row(s, C, N, T, kappa)
+        value = {"sigma": s, "C": C, "N": N, "T": T, "kappa": kappa}.get(varying)
+        name = "baseline" if varying == "baseline" else f"{_VARIED[varying]}\u00a0=\u00a0{_setting(value)}"
+        rows.append({"varied": name,
+                     "paper: worst case": printed[0], "worst case (ours)": ours["worst"],
+                     "paper: min E[MSE]": printed[1], "min E[MSE] (ours)": ours["mse"],
+                     "paper: max E[PSNR] [dB]": printed[2], "max E[PSNR] (ours)": ours["psnr"],
+                     "exact E[PSNR] (ours)": f"{ours['psnr_exact']:.1f}".replace("-0.0", "0.0"),
+                     "paper: max E[NCC] (8)": printed[3], "max E[NCC] (8) (ours)": ours["ncc"],
+                     "exact max E[NCC] (ours)": f"{100 * ours['ncc_exact']:.1f}%"})
+    return pd.DataFrame(rows)
+
+
+def table1_corrections(table: pd.DataFrame) -> str:
+    """The rows where our exact columns of :func:`table1` differ from the paper's printed value, one line each."""
+    parts = []
+    for _, row in table.iterrows():
+        for exact, printed, what in (("exact max E[NCC] (ours)", "paper: max E[NCC] (8)", "max E[NCC]"),
+                                     ("exact E[PSNR] (ours)", "paper: max E[PSNR] [dB]", "E[PSNR] [dB]")):
+            if row[exact] != row[printed]:
+                parts.append(f"{row.varied}: {what} {row[exact]} (printed {row[printed]})")
+    return "exact values that differ from the printed ones:" + ("".join(f"\n  {p}" for p in parts) if parts else " none")
+
+
+# Figures at page width.  The book's column shows a figure about 676 px wide; a figure saved wider is scaled down,
+# and its text with it.  The chapter's figures are therefore at most WIDTH inches wide (110 dpi: 770 px, scaled by
+# 0.88) with text of FONT points, so that tick and axis labels appear at least at the body text's 16 px.
+WIDTH = 7.0
+FONT = 12.0
+
+# Line styles of the theory curves: one per bound (the paper's bounds in orange, the dimension-aware bound (8) in
+# purple), our exact predictions solid black; experiments are drawn as points.
+STYLE = {"bound (5)": "--", "bound (6)": "-.", "bound (8)": (0, (6, 1.5, 1, 1.5, 1, 1.5)), "bound (9)": ":",
+         "exact": "-"}
+
+
+def readable(fig, width: float | None = None, height: float | None = None, font: float = FONT):
+    """Set ``fig``'s tick labels, axis labels, titles and legends to ``font`` points (legends one point smaller) and,
+    when given, its size in inches; returns ``fig``."""
+    if width or height:
+        w, h = fig.get_size_inches()
+        fig.set_size_inches(width or w, height or h)
+    for ax in fig.axes:
+        ax.tick_params(labelsize=font)
+        ax.xaxis.label.set_size(font)
+        ax.yaxis.label.set_size(font)
+        ax.title.set_size(font)
+        if ax.get_legend():
+            for text in ax.get_legend().get_texts():
+                text.set_size(font - 1)
+    for legend in fig.legends:
+        for text in legend.get_texts():
+            text.set_size(font - 1)
+    if fig._suptitle is not None:
+        fig._suptitle.set_size(font + 1)
+    return fig
+
+
+def hue_colours(values) -> dict:
+    """The colour of each value of a hue (Figure 3: the resolutions), shared by the points and the theory lines."""
+    import seaborn as sns
+
+    values = list(values)
+    return dict(zip(values, sns.color_palette("viridis", len(values))))
+
+
+def plot_metric_grid(frame: pd.DataFrame, metrics, row: str, *, hue: str | None = None, theory=None, logy=(),
+                     units=None, title=None, row_label=None, hue_unit="", row_height: float = 2.1):
+    """Experiments as points (mean over samples, bars from the 10 % to the 90 % quantile) against ``sigma``, theory
+    as lines: one row of panels per value of ``row``, one column per metric (at most three), :data:`WIDTH` wide.
+
+    ``theory`` maps ``(metric, row_value)`` to ``(x, y, label, colour, linestyle)`` curves; the legend lists every
+    label once.  With ``hue`` the points of each value are coloured by :func:`hue_colours` and offset slightly
+    along the (log) axis so that their bars do not overlap."""
+    import matplotlib.pyplot as plt
+
+    from compendium import plotting
+
+    if len(metrics) > 3:
+        raise ValueError(f"metrics={metrics!r}; allowed: at most three panels per row")
+    rows = sorted(frame[row].unique())
+    hues = [None] if hue is None else sorted(frame[hue].unique())
+    colours = hue_colours(hues) if hue else {None: plotting.EMPIRICAL}
+    offsets = dict(zip(hues, 10 ** (0.045 * (np.arange(len(hues)) - (len(hues) - 1) / 2))))
+    fig, axes = plt.subplots(len(rows), len(metrics), figsize=(WIDTH, row_height * len(rows) + 1.2), sharex=True,
+                             squeeze=False, layout="constrained")
+    for i, rv in enumerate(rows):
+        for j, m in enumerate(metrics):
+            ax = axes[i, j]
+            for xs, ys, label, colour, style in (theory or {}).get((m, rv), []):
+                ax.plot(xs, ys, color=colour, linestyle=style, lw=1.6, label=label)
+            for h in hues:
+                sub = frame[frame[row] == rv] if h is None else frame[(frame[row] == rv) & (frame[hue] == h)]
+                q = sub.groupby("sigma")[m].agg(mean="mean", lo=lambda s: s.quantile(0.1), hi=lambda s: s.quantile(0.9))
+                label = "experiment: mean, 10-90 %" if h is None else f"experiment, {h}{hue_unit}"
+                ax.errorbar(q.index * offsets[h], q["mean"], yerr=[q["mean"] - q.lo, q.hi - q["mean"]], fmt="o", ms=3.5,
+                            elinewidth=1, capsize=0, color=colours[h], label=label, zorder=3)
+            ax.set_xscale("log")
+            if m in logy:
+                ax.set_yscale("log")
+            if i == 0:
+                ax.set_title(m)
+            if i == len(rows) - 1:
+                ax.set_xlabel(r"noise multiplier $\sigma$")
+            unit = f" [{units[m]}]" if units and m in units else ""
+            ax.set_ylabel(f"{row_label or row} = {rv:.3g}\n{m}{unit}" if j == 0 else f"{m}{unit}")
+    handles = {}
+    for ax in axes.flat:
+        for hd, lb in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lb, hd)
+    order = sorted(handles, key=lambda lb: not lb.startswith("experiment"))  # experiments first, then the theory
+    fig.legend([handles[lb] for lb in order], order, loc="outside lower center", ncol=3 if hue else 2)
+    if title:
+        fig.suptitle(title)
+    return readable(fig)
+
+
+def figure1_curves(summary: pd.DataFrame, sig_fine, n_dim: int, mean_sq_range: float) -> dict:
+    """The theory lines of Figure 1 for :func:`plot_metric_grid`, per ``C`` of ``summary``
+    (:func:`figure1_summary`): bound (5) and the per-image mean of Proposition 1 for the MSE; bound (6) with the
+    data's mean squared range for the PSNR; bounds (9) and (8) and the per-image mean of eq. (7) for the NCC."""
+    from compendium import plotting
+
+    curves = {}
+    for C, cell in summary.groupby("C"):
+        curves[("MSE", C)] = [(sig_fine, C**2 * sig_fine**2, "bound (5)", plotting.BOUND, STYLE["bound (5)"]),
+                              (cell.sigma, cell["E[MSE] (4)"], "E[MSE], Prop. 1 (per-image mean)", plotting.EXACT,
+                               STYLE["exact"])]
+        curves[("PSNR", C)] = [(sig_fine, zb.psnr_upper_bound(C, sig_fine, mean_sq_range=mean_sq_range), "bound (6)",
+                                plotting.BOUND, STYLE["bound (6)"])]
+        curves[("NCC", C)] = [(sig_fine, zb.ncc_bound_free(sig_fine), "bound (9)", plotting.BOUND, STYLE["bound (9)"]),
+                              (sig_fine, zb.ncc_bound_dim(n_dim, sig_fine), "bound (8)", plotting.DIM_BOUND,
+                               STYLE["bound (8)"]),
+                              (cell.sigma, cell["mean (7)"], "eq. (7) (per-image mean)", plotting.EXACT,
+                               STYLE["exact"])]
+    return curves
+
+
+def figure3_curves(images: dict, clip_norms, sig_fine) -> dict:
+    """The theory lines of Figure 3 for :func:`plot_metric_grid`, per ``C``: bound (5) (the same at every
+    resolution), and per resolution (coloured as its points, :func:`hue_colours`) bound (6) with the image's range,
+    eq. (7) and bound (8)."""
+    from compendium import plotting
+
+    colours = hue_colours(sorted(images))
+    curves = {}
+    for C in clip_norms:
+        curves[("MSE", C)] = [(sig_fine, C**2 * sig_fine**2, "bound (5)", plotting.BOUND, STYLE["bound (5)"])]
+        curves[("PSNR", C)], curves[("NCC", C)] = [], []
+        for r in sorted(images):
+            x = images[r].double().cpu().numpy().ravel()
+            curves[("PSNR", C)].append((sig_fine, zb.psnr_upper_bound(C, sig_fine, mean_sq_range=float(np.ptp(x)) ** 2),
+                                        f"bound (6), {r} px", colours[r], STYLE["bound (6)"]))
+            eq7 = [zb.ncc_eq7(x, C, s) for s in sig_fine]
+            curves[("NCC", C)] += [(sig_fine, eq7, f"eq. (7), {r} px", colours[r], STYLE["exact"]),
+                                   (sig_fine, zb.ncc_bound_dim(x.size, sig_fine), f"bound (8), {r} px", colours[r],
+                                    STYLE["bound (8)"])]
+    return curves
+
+
+def plot_examples(images: torch.Tensor, norms, title: str, per_row: int = 4):
+    """The first images of the data set, ``per_row`` to a row, each titled with its norm."""
+    from compendium import plotting
+
+    k = len(images) // per_row * per_row
+    grid = images[:k].reshape(k // per_row, per_row, *images.shape[1:]).cpu()
+    fig = plotting.image_grid(grid, [""] * (k // per_row), [""] * per_row, title=title, size=WIDTH / (per_row + 0.5))
+    for ax, v in zip(fig.axes, norms[:k]):
+        ax.set_title(f"|X| = {v:.1f}")
+    return readable(fig)
+
+
+def figure3_ncc_table(large: pd.DataFrame) -> pd.DataFrame:
+    """:func:`figure3_at_clip`'s table as one row per ``sigma``: the mean NCC at each resolution, then bound (8) at
+    each resolution."""
+    wide = large.pivot(index="sigma", columns="resolution", values=["NCC", "bound8"])
+    wide.columns = [f"{'NCC' if v == 'NCC' else 'bound (8)'}, {r} px" for v, r in wide.columns]
+    return wide.reset_index().rename(columns={"sigma": "σ"})
+
+
+def photo_pixel_sd(name: str, resolutions) -> dict:
+    """The per-pixel standard deviation of a bundled photograph (:func:`compendium.data.photo`) at each resolution."""
+    from compendium import data
+
+    return {r: float(data.photo(name, r).double().std(unbiased=False)) for r in resolutions}
+
+
+def register_table_text() -> None:
+    """In a running IPython kernel, give a pandas ``Styler`` (:func:`compendium.plotting.table`) its data as its
+    plain-text form instead of ``<Styler at 0x...>``, so that nbval compares the numbers of a table (the rendered page
+    shows its HTML)."""
+    from IPython import get_ipython
+    from pandas.io.formats.style import Styler
+
+    shell = get_ipython()
+    if shell is not None:
+        shell.display_formatter.formatters["text/plain"].for_type(
+            Styler, lambda table, printer, cycle: printer.text(table.data.to_string(index=False)))
