@@ -16,51 +16,71 @@ EXACT = "black"  # our exact / corrected theory
 EMPIRICAL = "#1f77b4"
 
 
+#: The book's column shows a figure about 676 px wide; a figure saved wider is scaled down, and its text with it.
+#: Figures are at most WIDTH inches wide (110 dpi: 770 px, scaled by 0.88) with text of FONT points, so that tick
+#: and axis labels appear at least at the body text's 16 px; at most three panels a row.
+WIDTH = 7.0
+FONT = 12.0
+
+
 def set_style() -> None:
-    """The book's figure style (seaborn whitegrid, readable fonts, compact layout)."""
-    sns.set_theme(style="whitegrid", context="notebook", font_scale=0.95)
+    """The book's figure style: seaborn whitegrid, text of :data:`FONT` points (legends one point smaller), compact
+    layout.  Size figures at most :data:`WIDTH` inches wide."""
+    sns.set_theme(style="whitegrid", context="notebook")
     plt.rcParams.update({"figure.dpi": 110, "savefig.dpi": 110, "figure.constrained_layout.use": True,
-                         "legend.fontsize": "small", "axes.titlesize": "medium"})
+                         "font.size": FONT, "axes.labelsize": FONT, "axes.titlesize": FONT, "xtick.labelsize": FONT,
+                         "ytick.labelsize": FONT, "legend.fontsize": FONT - 1, "legend.title_fontsize": FONT - 1,
+                         "figure.titlesize": FONT + 1})
 
 
-def metric_grid(frame, metrics, row, x="sigma", hue=None, theory=None, logy=(), units=None, title=None,
-                row_label=None, height=2.3):
-    """Empirical metrics (mean and 10-90 % band over samples) against ``x``, one row per value of ``row``.
+def hue_colours(values) -> dict:
+    """The colour of each value of a hue (Figure 3: the resolutions), shared by the points and the theory lines."""
+    values = list(values)
+    return dict(zip(values, sns.color_palette("viridis", len(values))))
 
-    ``frame`` is a pandas DataFrame with one line per (sample, ``row``, ``x``[, ``hue``]) and one column per metric.
-    ``theory`` maps ``(metric, row_value)`` to a list of ``(x_values, y_values, label, colour, linestyle)`` curves.
-    ``logy`` lists metrics drawn on a log axis; ``units`` maps a metric to its unit for the axis label.
-    """
+
+def metric_grid(frame, metrics, row: str, *, hue: str | None = None, theory=None, logy=(),
+                units=None, title=None, row_label=None, hue_unit="", row_height: float = 2.1):
+    """Experiments as points (mean over samples, bars from the 10 % to the 90 % quantile) against ``sigma``, theory
+    as lines: one row of panels per value of ``row``, one column per metric (at most three), :data:`WIDTH` wide.
+
+    ``theory`` maps ``(metric, row_value)`` to ``(x, y, label, colour, linestyle)`` curves; the legend lists every
+    label once.  With ``hue`` the points of each value are coloured by :func:`hue_colours` and offset slightly
+    along the (log) axis so that their bars do not overlap."""
+    if len(metrics) > 3:
+        raise ValueError(f"metrics={metrics!r}; allowed: at most three panels per row")
     rows = sorted(frame[row].unique())
     hues = [None] if hue is None else sorted(frame[hue].unique())
-    palette = dict(zip(hues, sns.color_palette("viridis", len(hues)) if hue else [EMPIRICAL]))
-    fig, axes = plt.subplots(len(rows), len(metrics), figsize=(3.3 * len(metrics), height * len(rows)),
-                             sharex=True, squeeze=False)
+    colours = hue_colours(hues) if hue else {None: EMPIRICAL}
+    offsets = dict(zip(hues, 10 ** (0.045 * (np.arange(len(hues)) - (len(hues) - 1) / 2))))
+    fig, axes = plt.subplots(len(rows), len(metrics), figsize=(WIDTH, row_height * len(rows) + 1.2), sharex=True,
+                             squeeze=False, layout="constrained")
     for i, rv in enumerate(rows):
         for j, m in enumerate(metrics):
             ax = axes[i, j]
+            for xs, ys, label, colour, style in (theory or {}).get((m, rv), []):
+                ax.plot(xs, ys, color=colour, linestyle=style, lw=1.6, label=label)
             for h in hues:
                 sub = frame[frame[row] == rv] if h is None else frame[(frame[row] == rv) & (frame[hue] == h)]
-                stats = sub.groupby(x)[m].agg(["mean", lambda s: s.quantile(0.1), lambda s: s.quantile(0.9)])
-                label = "empirical mean (10-90 %)" if h is None else f"{hue} = {h}"
-                ax.plot(stats.index, stats["mean"], "o-", ms=3, lw=1, color=palette[h], label=label)
-                ax.fill_between(stats.index, stats.iloc[:, 1], stats.iloc[:, 2], color=palette[h], alpha=0.2, lw=0)
-            for xs, ys, label, colour, style in (theory or {}).get((m, rv), []):
-                ax.plot(xs, ys, style, color=colour, lw=1.4, label=label)
+                q = sub.groupby("sigma")[m].agg(mean="mean", lo=lambda s: s.quantile(0.1), hi=lambda s: s.quantile(0.9))
+                label = "experiment: mean, 10-90 %" if h is None else f"experiment, {h}{hue_unit}"
+                ax.errorbar(q.index * offsets[h], q["mean"], yerr=[q["mean"] - q.lo, q.hi - q["mean"]], fmt="o", ms=3.5,
+                            elinewidth=1, capsize=0, color=colours[h], label=label, zorder=3)
             ax.set_xscale("log")
             if m in logy:
                 ax.set_yscale("log")
             if i == 0:
                 ax.set_title(m)
             if i == len(rows) - 1:
-                ax.set_xlabel(r"noise multiplier $\sigma$" if x == "sigma" else x)
+                ax.set_xlabel(r"noise multiplier $\sigma$")
             unit = f" [{units[m]}]" if units and m in units else ""
             ax.set_ylabel(f"{row_label or row} = {rv:.3g}\n{m}{unit}" if j == 0 else f"{m}{unit}")
-    handles, labels = {}, []
+    handles = {}
     for ax in axes.flat:
         for hd, lb in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(lb, hd)
-    fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncol=min(4, len(handles)))
+    order = sorted(handles, key=lambda lb: not lb.startswith("experiment"))  # experiments first, then the theory
+    fig.legend([handles[lb] for lb in order], order, loc="outside lower center", ncol=3 if hue else 2)
     if title:
         fig.suptitle(title)
     return fig

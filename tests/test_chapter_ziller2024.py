@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
-from compendium import checks
+from compendium import checks, plotting
 from compendium.bounds import ziller2024 as zb
 from compendium.chapters import ziller2024 as chapter
 
@@ -142,7 +142,7 @@ def test_table1_puts_the_papers_values_next_to_ours():
     assert "\n  N\u00a0=\u00a010: E[PSNR] [dB] 0.4 (printed 0.0)" in line
 
 
-def test_plot_metric_grid_draws_experiments_as_points_and_each_bound_in_its_own_style():
+def test_metric_grid_draws_experiments_as_points_and_each_bound_in_its_own_style():
     import matplotlib
 
     matplotlib.use("Agg")
@@ -158,16 +158,17 @@ def test_plot_metric_grid_draws_experiments_as_points_and_each_bound_in_its_own_
     styles = {label: style for spec in curves.values() for _, _, label, _, style in spec if label.startswith("bound")}
     assert sorted(styles) == ["bound (5)", "bound (6)", "bound (8)", "bound (9)"]
     assert len({str(s) for s in styles.values()}) == 4  # one line style per bound
-    fig = chapter.plot_metric_grid(results, ["MSE", "PSNR", "NCC"], row="C", theory=curves, logy=("MSE",))
-    assert fig.get_size_inches()[0] == pytest.approx(chapter.WIDTH) and len(fig.axes) == 6
+    plotting.set_style()
+    fig = plotting.metric_grid(results, ["MSE", "PSNR", "NCC"], row="C", theory=curves, logy=("MSE",))
+    assert fig.get_size_inches()[0] == pytest.approx(plotting.WIDTH) and len(fig.axes) == 6
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert labels[0].startswith("experiment") and {"bound (5)", "bound (6)", "bound (8)", "bound (9)"} <= set(labels)
     for ax in fig.axes:
-        assert all(t.get_size() == chapter.FONT for t in ax.get_xticklabels() + ax.get_yticklabels())
+        assert all(t.get_size() == plotting.FONT for t in ax.get_xticklabels() + ax.get_yticklabels())
         experiment = [ln for ln in ax.get_lines() if ln.get_marker() == "o"]
         assert experiment and all(ln.get_linestyle() == "None" for ln in experiment)  # points, not lines
     with pytest.raises(ValueError, match="at most three panels"):
-        chapter.plot_metric_grid(results, ["MSE", "PSNR", "NCC", "NMI"], row="C")
+        plotting.metric_grid(results, ["MSE", "PSNR", "NCC", "NMI"], row="C")
     curves3 = chapter.figure3_curves({4: images[:1, :, :4, :4], 8: images[:1]}, (0.1, 20.0), sig)
     assert [c[2] for c in curves3[("NCC", 20.0)]] == ["eq. (7), 4 px", "bound (8), 4 px", "eq. (7), 8 px",
                                                       "bound (8), 8 px"]

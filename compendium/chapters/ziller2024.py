@@ -206,7 +206,7 @@ def plot_figure2(panels: dict, n_shown: int = 4000):
 
     from compendium import plotting
 
-    fig, axes = plt.subplots(1, 3, figsize=(WIDTH, 3.3), sharey=True, layout="constrained")
+    fig, axes = plt.subplots(1, 3, figsize=(plotting.WIDTH, 3.3), sharey=True, layout="constrained")
     for ax, (m, p) in zip(axes, panels.items()):
         ax.plot(p["grid"], p["cdf"](p["grid"]), color=plotting.EXACT, lw=1.5, label="closed form")
         q = np.sort(p["draws"][:n_shown])
@@ -215,7 +215,7 @@ def plot_figure2(panels: dict, n_shown: int = 4000):
         ax.set(xlabel=p["xlabel"], title=m)
     axes[0].set_ylabel("P(metric ≤ η)")
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=3)
-    return readable(fig)
+    return fig
 
 
 def figure1_grid(images: torch.Tensor, clip_norms, sigmas, *, lpips: bool, generator: torch.Generator | None):
@@ -309,7 +309,8 @@ def figure3_grid(images: dict, clip_norms, sigmas, draws: int, *, shown, generat
                 rec = attack.reconstruct(batch, C, s, generator=generator)
                 if s in shown:
                     examples[(r, C, s)] = rec[0].cpu()
-                frame = pd.DataFrame({name: metrics.ALL[name](batch, rec).cpu().numpy() for name in ("MSE", "PSNR", "NCC")})
+                frame = pd.DataFrame({name: metrics.ALL[name](batch, rec).cpu().numpy()
+                                      for name in ("MSE", "PSNR", "NCC")})
                 frame["resolution"], frame["C"], frame["sigma"] = r, C, s
                 records.append(frame)
     return pd.concat(records, ignore_index=True), examples
@@ -401,100 +402,14 @@ def table1_corrections(table: pd.DataFrame) -> str:
                                      ("exact E[PSNR] (ours)", "paper: max E[PSNR] [dB]", "E[PSNR] [dB]")):
             if row[exact] != row[printed]:
                 parts.append(f"{row.varied}: {what} {row[exact]} (printed {row[printed]})")
-    return "exact values that differ from the printed ones:" + ("".join(f"\n  {p}" for p in parts) if parts else " none")
+    listed = "".join(f"\n  {p}" for p in parts) if parts else " none"
+    return "exact values that differ from the printed ones:" + listed
 
-
-# Figures at page width.  The book's column shows a figure about 676 px wide; a figure saved wider is scaled down,
-# and its text with it.  The chapter's figures are therefore at most WIDTH inches wide (110 dpi: 770 px, scaled by
-# 0.88) with text of FONT points, so that tick and axis labels appear at least at the body text's 16 px.
-WIDTH = 7.0
-FONT = 12.0
 
 # Line styles of the theory curves: one per bound (the paper's bounds in orange, the dimension-aware bound (8) in
 # purple), our exact predictions solid black; experiments are drawn as points.
 STYLE = {"bound (5)": "--", "bound (6)": "-.", "bound (8)": (0, (6, 1.5, 1, 1.5, 1, 1.5)), "bound (9)": ":",
          "exact": "-"}
-
-
-def readable(fig, width: float | None = None, height: float | None = None, font: float = FONT):
-    """Set ``fig``'s tick labels, axis labels, titles and legends to ``font`` points (legends one point smaller) and,
-    when given, its size in inches; returns ``fig``."""
-    if width or height:
-        w, h = fig.get_size_inches()
-        fig.set_size_inches(width or w, height or h)
-    for ax in fig.axes:
-        ax.tick_params(labelsize=font)
-        ax.xaxis.label.set_size(font)
-        ax.yaxis.label.set_size(font)
-        ax.title.set_size(font)
-        if ax.get_legend():
-            for text in ax.get_legend().get_texts():
-                text.set_size(font - 1)
-    for legend in fig.legends:
-        for text in legend.get_texts():
-            text.set_size(font - 1)
-    if fig._suptitle is not None:
-        fig._suptitle.set_size(font + 1)
-    return fig
-
-
-def hue_colours(values) -> dict:
-    """The colour of each value of a hue (Figure 3: the resolutions), shared by the points and the theory lines."""
-    import seaborn as sns
-
-    values = list(values)
-    return dict(zip(values, sns.color_palette("viridis", len(values))))
-
-
-def plot_metric_grid(frame: pd.DataFrame, metrics, row: str, *, hue: str | None = None, theory=None, logy=(),
-                     units=None, title=None, row_label=None, hue_unit="", row_height: float = 2.1):
-    """Experiments as points (mean over samples, bars from the 10 % to the 90 % quantile) against ``sigma``, theory
-    as lines: one row of panels per value of ``row``, one column per metric (at most three), :data:`WIDTH` wide.
-
-    ``theory`` maps ``(metric, row_value)`` to ``(x, y, label, colour, linestyle)`` curves; the legend lists every
-    label once.  With ``hue`` the points of each value are coloured by :func:`hue_colours` and offset slightly
-    along the (log) axis so that their bars do not overlap."""
-    import matplotlib.pyplot as plt
-
-    from compendium import plotting
-
-    if len(metrics) > 3:
-        raise ValueError(f"metrics={metrics!r}; allowed: at most three panels per row")
-    rows = sorted(frame[row].unique())
-    hues = [None] if hue is None else sorted(frame[hue].unique())
-    colours = hue_colours(hues) if hue else {None: plotting.EMPIRICAL}
-    offsets = dict(zip(hues, 10 ** (0.045 * (np.arange(len(hues)) - (len(hues) - 1) / 2))))
-    fig, axes = plt.subplots(len(rows), len(metrics), figsize=(WIDTH, row_height * len(rows) + 1.2), sharex=True,
-                             squeeze=False, layout="constrained")
-    for i, rv in enumerate(rows):
-        for j, m in enumerate(metrics):
-            ax = axes[i, j]
-            for xs, ys, label, colour, style in (theory or {}).get((m, rv), []):
-                ax.plot(xs, ys, color=colour, linestyle=style, lw=1.6, label=label)
-            for h in hues:
-                sub = frame[frame[row] == rv] if h is None else frame[(frame[row] == rv) & (frame[hue] == h)]
-                q = sub.groupby("sigma")[m].agg(mean="mean", lo=lambda s: s.quantile(0.1), hi=lambda s: s.quantile(0.9))
-                label = "experiment: mean, 10-90 %" if h is None else f"experiment, {h}{hue_unit}"
-                ax.errorbar(q.index * offsets[h], q["mean"], yerr=[q["mean"] - q.lo, q.hi - q["mean"]], fmt="o", ms=3.5,
-                            elinewidth=1, capsize=0, color=colours[h], label=label, zorder=3)
-            ax.set_xscale("log")
-            if m in logy:
-                ax.set_yscale("log")
-            if i == 0:
-                ax.set_title(m)
-            if i == len(rows) - 1:
-                ax.set_xlabel(r"noise multiplier $\sigma$")
-            unit = f" [{units[m]}]" if units and m in units else ""
-            ax.set_ylabel(f"{row_label or row} = {rv:.3g}\n{m}{unit}" if j == 0 else f"{m}{unit}")
-    handles = {}
-    for ax in axes.flat:
-        for hd, lb in zip(*ax.get_legend_handles_labels()):
-            handles.setdefault(lb, hd)
-    order = sorted(handles, key=lambda lb: not lb.startswith("experiment"))  # experiments first, then the theory
-    fig.legend([handles[lb] for lb in order], order, loc="outside lower center", ncol=3 if hue else 2)
-    if title:
-        fig.suptitle(title)
-    return readable(fig)
 
 
 def figure1_curves(summary: pd.DataFrame, sig_fine, n_dim: int, mean_sq_range: float) -> dict:
@@ -524,7 +439,7 @@ def figure3_curves(images: dict, clip_norms, sig_fine) -> dict:
     eq. (7) and bound (8)."""
     from compendium import plotting
 
-    colours = hue_colours(sorted(images))
+    colours = plotting.hue_colours(sorted(images))
     curves = {}
     for C in clip_norms:
         curves[("MSE", C)] = [(sig_fine, C**2 * sig_fine**2, "bound (5)", plotting.BOUND, STYLE["bound (5)"])]
@@ -546,10 +461,11 @@ def plot_examples(images: torch.Tensor, norms, title: str, per_row: int = 4):
 
     k = len(images) // per_row * per_row
     grid = images[:k].reshape(k // per_row, per_row, *images.shape[1:]).cpu()
-    fig = plotting.image_grid(grid, [""] * (k // per_row), [""] * per_row, title=title, size=WIDTH / (per_row + 0.5))
+    fig = plotting.image_grid(grid, [""] * (k // per_row), [""] * per_row, title=title,
+                              size=plotting.WIDTH / (per_row + 0.5))
     for ax, v in zip(fig.axes, norms[:k]):
         ax.set_title(f"|X| = {v:.1f}")
-    return readable(fig)
+    return fig
 
 
 def figure3_ncc_table(large: pd.DataFrame) -> pd.DataFrame:
@@ -565,16 +481,3 @@ def photo_pixel_sd(name: str, resolutions) -> dict:
     from compendium import data
 
     return {r: float(data.photo(name, r).double().std(unbiased=False)) for r in resolutions}
-
-
-def register_table_text() -> None:
-    """In a running IPython kernel, give a pandas ``Styler`` (:func:`compendium.plotting.table`) its data as its
-    plain-text form instead of ``<Styler at 0x...>``, so that nbval compares the numbers of a table (the rendered page
-    shows its HTML)."""
-    from IPython import get_ipython
-    from pandas.io.formats.style import Styler
-
-    shell = get_ipython()
-    if shell is not None:
-        shell.display_formatter.formatters["text/plain"].for_type(
-            Styler, lambda table, printer, cycle: printer.text(table.data.to_string(index=False)))
