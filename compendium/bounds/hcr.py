@@ -28,6 +28,8 @@ import scipy.fft
 import scipy.sparse.linalg as spla
 import torch
 
+from compendium import validation
+
 __all__ = [
     "gaussian_chi2", "hcr_variance_bound", "hcr_sd_bound", "hcr_mse_bound", "hcr_sd_along",
     "fisher_diagonal_bound_eq18", "cramer_rao_bound", "crb_direction", "hcr_linear_optimal",
@@ -36,20 +38,12 @@ __all__ = [
 ]
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# validation helpers
-# ---------------------------------------------------------------------------------------------------------------
-def _check_sigma(sigma) -> np.ndarray:
-    s = np.asarray(sigma, dtype=float)
-    if not (np.all(np.isfinite(s)) and np.all(s > 0)):
-        raise ValueError(f"sigma (standard deviation of the dithering noise) must be finite and > 0; got {sigma!r}")
-    return s
+_SIGMA = "standard deviation of the dithering noise"
 
 
-def _check_positive_int(name: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    return int(value)
+def _sigma(sigma):
+    """``sigma`` as a float (or a float array, elementwise): finite and > 0."""
+    return validation.positive("sigma", sigma, what=_SIGMA)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -65,10 +59,10 @@ def gaussian_chi2(z_eps, sigma):
     the norm is over the last axis, so a batch of feature changes gives one divergence per row.  Computed with
     ``expm1`` (accurate for the tiny ``||z_eps|| / sigma`` of the paper's runs).
     """
-    s = _check_sigma(sigma)
+    s = _sigma(sigma)
     z = np.asarray(z_eps, dtype=float)
     if z.ndim == 0:
-        raise ValueError(f"z_eps must have at least one axis (the n features); got a scalar {z_eps!r}")
+        raise ValueError(f"z_eps={z_eps!r}; allowed: an array with at least one axis (the n features)")
     with np.errstate(over="ignore"):               # an overflow is +inf: the bound is 0, as it should be
         return np.expm1(np.sum(z * z, axis=-1) / s**2)
 
@@ -83,14 +77,14 @@ def hcr_variance_bound(delta_g, chi2):
     d = np.asarray(delta_g, dtype=float)
     c = np.asarray(chi2, dtype=float)
     if np.any(c < 0) or np.any(np.isnan(c)):
-        raise ValueError(f"chi2 (the chi-square divergence, eq. 4) must be >= 0; got {chi2!r}")
+        raise ValueError(f"chi2={chi2!r}; allowed: numbers >= 0 (the chi-square divergence, eq. 4)")
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.where(d == 0, 0.0, d * d / c)
     return out
 
 
 def hcr_sd_bound(eps, z_eps, sigma):
-    """Eqs. (5) + (12) as a standard deviation (spec section 2.4): for every input coordinate ``k``,
+    """Eqs. (5) + (12) as a standard deviation (the quantity of Sec. 3): for every input coordinate ``k``,
 
     ``sd(hat theta_k) >= B_k(eps) = |eps_k| / sqrt(exp(||z_eps||^2 / sigma^2) - 1)``.
 
@@ -104,7 +98,8 @@ def hcr_sd_bound(eps, z_eps, sigma):
     if z.ndim == 1:
         return np.sqrt(hcr_variance_bound(e, chi2))
     if z.ndim != 2 or e.ndim < 1 or e.shape[0] != z.shape[0]:
-        raise ValueError(f"z_eps must be (n,) or (batch, n) with eps (batch, ...); got eps {e.shape}, z_eps {z.shape}")
+        raise ValueError(f"z_eps of shape {z.shape}; allowed: (n,), or (batch, n) with eps (batch, ...) (eps has "
+                         f"shape {e.shape})")
     return np.sqrt(hcr_variance_bound(e, chi2.reshape((-1,) + (1,) * (e.ndim - 1))))
 
 
@@ -129,7 +124,7 @@ def hcr_sd_along(feature_map, x, eps, sigma):
     ``|eps| / sqrt(expm1(||z||^2/sigma^2))``
     of the input shape, and the exact feature change ``z_eps = a_{x+eps} - a_x`` (eq. 10) in float64.
     """
-    _check_sigma(sigma)
+    _sigma(sigma)
     with torch.no_grad():
         z = (feature_map(x + eps).reshape(-1).double() - feature_map(x).reshape(-1).double()).cpu().numpy()
     e = eps.detach().double().cpu().numpy()
@@ -148,17 +143,17 @@ def fisher_diagonal_bound_eq18(J, sigma):
     built on the elementwise reciprocal (17), is wrong for ``n, p > 1`` and is not implemented.  ``J`` is the
     ``(n, p)`` Jacobian (for a linear map ``a_theta = A theta``, ``J = A``).  Columns that are zero give ``+inf``.
     """
-    s = _check_sigma(sigma)
+    s = _sigma(sigma)
     J = np.asarray(J, dtype=float)
     if J.ndim != 2:
-        raise ValueError(f"J (the n x p Jacobian) must be a 2-D array; got shape {J.shape}")
+        raise ValueError(f"J of shape {J.shape}; allowed: a 2-D array (the n x p Jacobian)")
     col = np.sum(J * J, axis=0)
     with np.errstate(divide="ignore"):
         return np.where(col > 0, s**2 / col, np.inf)
 
 
 def cramer_rao_bound(J, sigma, directions=None, rcond: float = 1e-12):
-    """*[ours]* The multivariate Cramer-Rao bound, the limit of eqs. (13)-(18) done right (spec section 2.6):
+    """*[ours]* The multivariate Cramer-Rao bound, the limit of eqs. (13)-(18) done right:
 
     ``Var(hat theta_k) >= [I^{-1}]_kk = sigma^2 [(J^T J)^{-1}]_kk``,
 
@@ -170,14 +165,14 @@ def cramer_rao_bound(J, sigma, directions=None, rcond: float = 1e-12):
     ``sigma^2 [D (J^T J)^{-1} D^T]_mm``.  Default: the coordinates (``d = e_k``).  A functional that is not in the
     row space of ``J`` (relative SVD cut-off ``rcond``) gets ``+inf``: no unbiased estimator exists.
     """
-    s = _check_sigma(sigma)
+    s = _sigma(sigma)
     J = np.asarray(J, dtype=float)
     if J.ndim != 2:
-        raise ValueError(f"J (the n x p Jacobian) must be a 2-D array; got shape {J.shape}")
+        raise ValueError(f"J of shape {J.shape}; allowed: a 2-D array (the n x p Jacobian)")
     p = J.shape[1]
     D = np.eye(p) if directions is None else np.asarray(directions, dtype=float)
     if D.ndim != 2 or D.shape[1] != p:
-        raise ValueError(f"directions must have shape (m, {p}); got {D.shape}")
+        raise ValueError(f"directions of shape {D.shape}; allowed: shape (m, {p}) (one functional per row)")
     _, sv, Vt = np.linalg.svd(J, full_matrices=True)
     keep = sv > rcond * (sv[0] if sv.size else 0.0)
     r = int(np.sum(keep))
@@ -213,7 +208,7 @@ class JacobianRank(NamedTuple):
 
 def jacobian_rank(feature_map, x: torch.Tensor, directions=None, rcond: float = 1e-6,
                   chunk_size: int = 8) -> JacobianRank:
-    """*[ours]* Where the HCR bound is infinite (spec section 7 item 10): the numerical rank of the feature map's
+    """*[ours]* Where the HCR bound is infinite: the numerical rank of the feature map's
     Jacobian at each input, from its singular values ``s`` (rank = number of ``s > rcond * s_max``).
 
     A functional ``d^T theta`` (a row of ``directions``, default the coordinates; the rows of :func:`dct_matrix` for
@@ -225,13 +220,12 @@ def jacobian_rank(feature_map, x: torch.Tensor, directions=None, rcond: float = 
     ``chunk_size * n * p`` values) in ``x``'s dtype, on ``x``'s device; use a float64 copy of the map
     (:func:`float64_copy`) for a clean gap.
     """
-    _check_positive_int("chunk_size", chunk_size)
-    if not 0 < rcond < 1:
-        raise ValueError(f"rcond must be in (0, 1); got {rcond!r}")
+    validation.integer("chunk_size", chunk_size)
+    validation.number("rcond", rcond, above=0.0, below=1.0, what="relative singular-value cut-off")
     p = x[0].numel()
     D = np.eye(p) if directions is None else np.asarray(directions, dtype=float)
     if D.ndim != 2 or D.shape[1] != p:
-        raise ValueError(f"directions must have shape (m, {p}); got {D.shape}")
+        raise ValueError(f"directions of shape {D.shape}; allowed: shape (m, {p}) (one functional per row)")
     ranks, gaps, unidentifiable, null_directions = [], [], [], []
     for start in range(0, x.shape[0], chunk_size):
         J = feature_jacobians(feature_map, x[start:start + chunk_size]).detach().double().cpu().numpy()
@@ -248,36 +242,38 @@ def jacobian_rank(feature_map, x: torch.Tensor, directions=None, rcond: float = 
 
 def crb_direction(J, k: int):
     """*[ours]* The direction ``w = (J^T J)^{-1} e_k`` that attains the Cramer-Rao bound on coordinate ``k`` in the
-    limit of small perturbations (spec section 2.6, item 2); ``J`` must have full column rank."""
+    limit of small perturbations; ``J`` must have full column rank."""
     J = np.asarray(J, dtype=float)
     G = J.T @ J
     if np.linalg.matrix_rank(G) < G.shape[0]:
-        raise ValueError(f"J must have full column rank ({G.shape[0]}); got rank {np.linalg.matrix_rank(G)}")
-    if not 0 <= k < G.shape[0]:
-        raise ValueError(f"k must be in [0, {G.shape[0]}); got {k!r}")
+        raise ValueError(f"J of rank {np.linalg.matrix_rank(G)}; allowed: full column rank {G.shape[0]}")
+    validation.integer("k", k, minimum=0, what="the coordinate")
+    if k >= G.shape[0]:
+        raise ValueError(f"k={k!r}; allowed: an integer in [0, {G.shape[0]}) (the coordinate)")
     return np.linalg.solve(G, np.eye(G.shape[0])[:, k])
 
 
 def hcr_linear_optimal(crb, t2_norm_sq_over_sigma2):
-    """*[ours]* Spec section 2.6, item 5: for a linear map and ``eps = t (A^T A)^{-1} e_k`` the HCR variance bound is
+    """*[ours]* The linear case of eqs. (13)-(18): for a linear map and ``eps = t (A^T A)^{-1} e_k`` the HCR variance bound is
     exactly ``CRB_k * x / (e^x - 1)`` with ``x = ||A eps||^2 / sigma^2``; it increases to ``CRB_k`` as ``x -> 0``."""
     x = np.asarray(t2_norm_sq_over_sigma2, dtype=float)
     if np.any(x < 0):
-        raise ValueError(f"x = ||A eps||^2 / sigma^2 must be >= 0; got {t2_norm_sq_over_sigma2!r}")
+        raise ValueError(f"t2_norm_sq_over_sigma2={t2_norm_sq_over_sigma2!r}; allowed: numbers >= 0 "
+                         "(x = ||A eps||^2 / sigma^2)")
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = np.where(x == 0, 1.0, x / np.expm1(x))
     return np.asarray(crb, dtype=float) * ratio
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# the orthonormal 2-D DCT-II and low-frequency filtering (spec sections 2.4, 3.3)
+# the orthonormal 2-D DCT-II and low-frequency filtering (Sec. 3; the authors' code)
 # ---------------------------------------------------------------------------------------------------------------
 def dct2(x):
     """Orthonormal type-II DCT over the last two (spatial) axes, each channel separately:
     ``scipy.fft.dctn(x, axes=(-2, -1), norm="ortho")``.  The paper's ``D``; orthogonal, so ``||D x|| = ||x||``."""
     x = np.asarray(x, dtype=float)
     if x.ndim < 2:
-        raise ValueError(f"x must have at least two (spatial) axes; got shape {x.shape}")
+        raise ValueError(f"x of shape {x.shape}; allowed: at least two (spatial) axes")
     return scipy.fft.dctn(x, axes=(-2, -1), norm="ortho")
 
 
@@ -285,7 +281,7 @@ def idct2(c):
     """Inverse of :func:`dct2`: ``scipy.fft.idctn(c, axes=(-2, -1), norm="ortho")`` (= ``D^T``)."""
     c = np.asarray(c, dtype=float)
     if c.ndim < 2:
-        raise ValueError(f"c must have at least two (spatial) axes; got shape {c.shape}")
+        raise ValueError(f"c of shape {c.shape}; allowed: at least two (spatial) axes")
     return scipy.fft.idctn(c, axes=(-2, -1), norm="ortho")
 
 
@@ -294,27 +290,27 @@ def dct_matrix(shape):
     ``dct2(x).ravel() == D @ x.ravel()`` and ``D^T D = I``.  Rows are the DCT modes in C order."""
     shape = tuple(int(v) for v in shape)
     if len(shape) < 2 or any(v < 1 for v in shape):
-        raise ValueError(f"shape must have at least two positive axes; got {shape!r}")
+        raise ValueError(f"shape={shape!r}; allowed: at least two positive axes")
     p = int(np.prod(shape))
     return dct2(np.eye(p).reshape((p,) + shape)).reshape(p, p).T
 
 
 def low_frequency(modes, L: int):
     """The paper's filter: keep the lowest ``L x L`` DCT frequencies of each channel, ``modes[..., :L, :L]``
-    (``L = 8`` for MNIST/CIFAR-10, ``32`` for ImageNet; spec section 2.4)."""
-    L = _check_positive_int("L", L)
+    (``L = 8`` for MNIST/CIFAR-10, ``32`` for ImageNet: Figures 1, 3, 5 and 6)."""
+    L = validation.integer("L", L, what="side of the low-frequency block")
     modes = np.asarray(modes)
     if modes.ndim < 2 or L > min(modes.shape[-2:]):
-        raise ValueError(f"L must be <= the spatial size {modes.shape[-2:]}; got {L}")
+        raise ValueError(f"L={L}; allowed: at most the spatial size {modes.shape[-2:]} (side of the low-frequency "
+                         "block)")
     return modes[..., :L, :L]
 
 
 def noise_sigma(features, kappa):
-    """The noise level of the authors' code (never stated in the paper, spec section 2.4):
+    """The noise level of the authors' code, github.com/facebookresearch/hcrbounds (never stated in the paper):
     ``sigma = kappa * sqrt(mean of a_theta^2)`` over all noiseless features of the evaluated examples
     (``kappa`` = 1 MNIST, 5 CIFAR-10, 2 ResNet-18, 3 Swin-T)."""
-    if not (np.isfinite(kappa) and kappa > 0):
-        raise ValueError(f"kappa (sigma_scale) must be finite and > 0; got {kappa!r}")
+    kappa = validation.positive("kappa", kappa, what="noise level in units of the RMS feature")
     if isinstance(features, torch.Tensor):
         features = features.detach().double().cpu().numpy()
     a = np.asarray(features, dtype=float)
@@ -322,12 +318,12 @@ def noise_sigma(features, kappa):
 
 
 def bound_visualisation(theta, bound, rng: np.random.Generator):
-    """Figures 2 and 4 ("reconstructions"; *not* an attack, spec section 7 item 12):
+    """Figures 2 and 4 ("reconstructions"; *not* an attack, as the authors' code shows):
     ``D^{-1}(D theta + xi * HCR)`` with i.i.d. Rademacher signs ``xi`` from ``rng``, in normalised units."""
     theta = np.asarray(theta, dtype=float)
     bound = np.asarray(bound, dtype=float)
     if theta.shape != bound.shape:
-        raise ValueError(f"bound must have the shape of theta {theta.shape}; got {bound.shape}")
+        raise ValueError(f"bound of shape {bound.shape}; allowed: the shape of theta {theta.shape}")
     xi = rng.choice(np.array([-1.0, 1.0]), size=theta.shape)
     return idct2(dct2(theta) + xi * bound)
 
@@ -337,12 +333,12 @@ def bound_visualisation(theta, bound, rng: np.random.Generator):
 # ---------------------------------------------------------------------------------------------------------------
 def algorithm1_linear_closed_form(A, z, num_power_iterations: int = 10):
     """*[ours]* What Algorithm 1 returns for a linear map ``a_theta = A theta`` with exact least-squares solves
-    (spec section 3.4): ``eps^(1) = A^+ z`` and, for ``i >= 2``, the stationary ``eps = (||z|| / ||P z||) A^+ z``
+    (the linear case of Sec. 2.2 worked out): ``eps^(1) = A^+ z`` and, for ``i >= 2``, the stationary ``eps = (||z|| / ||P z||) A^+ z``
     with ``P = A A^+``; ``z_eps = A eps``.  Returns ``(eps, z_eps)``.  Repetitions only rescale ``eps`` (and not at
     all when ``A`` has full row rank): the loop is not inverse iteration."""
     A = np.asarray(A, dtype=float)
     z = np.asarray(z, dtype=float)
-    _check_positive_int("num_power_iterations", num_power_iterations)
+    validation.integer("num_power_iterations", num_power_iterations)
     eps = np.linalg.lstsq(A, z, rcond=None)[0]
     if num_power_iterations >= 2:
         eps = eps * np.linalg.norm(z) / np.linalg.norm(A @ eps)
@@ -409,16 +405,16 @@ def float64_copy(model: torch.nn.Module) -> torch.nn.Module:
     """A float64 copy of ``model`` (frozen, in eval mode) for the exact forward passes of :func:`hcr_bound`
     (``exact_map=float64_copy(model).features``): the bound is rigorous only if ``z_eps`` is accurate."""
     if not isinstance(model, torch.nn.Module):
-        raise ValueError(f"model must be a torch.nn.Module; got {type(model).__name__}")
+        raise ValueError(f"model={type(model).__name__}; allowed: a torch.nn.Module")
     return copy.deepcopy(model).double().eval().requires_grad_(False)
 
 
 def hcr_bound(feature_map, x, sigma, num_restarts: int = 25, num_power_iterations: int = 10, diffdiv: float = 200.0,
               generator: torch.Generator | None = None, *, solve: str = "joint", jac_at: str = "current",
               lsqr_atol="code", lsqr_btol: float = 1e-8, iter_lim: int | None = None, exact_map=None,
-              progress: bool = False) -> HCRResult:
-    """Algorithm 1 (Sec. 2.2) and the reported per-DCT-mode HCR bound (Sec. 3, spec sections 2.4 and 3.1-3.3) for a
-    batch of examples.
+              chunk_size: int = 128, progress: bool = False) -> HCRResult:
+    """Algorithm 1 (Sec. 2.2) and the reported per-DCT-mode HCR bound (Sec. 3, eqs. 5 and 12 in DCT coordinates, as
+    histogrammed in Figures 1, 3, 5 and 6) for a batch of examples.
 
     For each restart ``r`` and example ``b``: draw the dithering noise ``Z ~ N(0, sigma^2 I_n)`` from ``generator``,
     start from ``z = Z / sqrt(n) / diffdiv`` (so ``||z|| ~ sigma / diffdiv``; ``diffdiv = 1/s``), then ``i`` times
@@ -429,7 +425,9 @@ def hcr_bound(feature_map, x, sigma, num_restarts: int = 25, num_power_iteration
     3. ``z^(j) = a_{x + eps^(j)} - a_x`` by one exact forward pass,
 
     and bound every DCT mode ``m`` by ``|(D eps)_m| / sqrt(exp(||z_eps||^2 / sigma^2) - 1)`` (eqs. 5, 12); the result
-    is the maximum over restarts (each restart is a valid bound, so their maximum is too).
+    is the maximum over restarts (each restart is a valid bound, so their maximum is too).  The start vector, the
+    Jacobian's evaluation point and the LSQR tolerance are those of the authors' code
+    (github.com/facebookresearch/hcrbounds); the paper does not state them.
 
     Parameters
     ----------
@@ -440,67 +438,118 @@ def hcr_bound(feature_map, x, sigma, num_restarts: int = 25, num_power_iteration
     num_restarts : ``R`` (the paper: 25).  num_power_iterations : ``i`` (the paper: 10, or 6 / 4 for CIFAR-10).
     diffdiv : ``1/s`` (the paper: 200, 500 or 1000).
     generator : ``torch.Generator`` for the noise draws (on ``x``'s device or the CPU), drawn as one ``(R, B, n)``
-        block; ``None`` means a CPU generator seeded 0.  The result is deterministic given the generator's state.
+        block for all ``B`` examples before any chunk runs, so each example's start does not depend on
+        ``chunk_size``; ``None`` means a CPU generator seeded 0.  The result is deterministic given the generator's
+        state.
     solve : how examples share an LSQR solve.  The authors' code solves one minibatch jointly per restart
-        (``"per_restart"``: one block-diagonal operator, one global stopping test); ``"joint"`` (the default) stacks
-        the restarts into that batch as well (``R B`` blocks, one solve per repetition: the same algorithm on a
-        batch ``R`` times larger, much faster on a CPU); ``"per_example"`` solves each example alone, which changes
-        the bounds (spec R5: the stopping test is then per example).  Joint solves assume the feature map treats
-        examples independently (no BatchNorm batch statistics), so use ``"per_restart"`` for such a model.
+        (``"per_restart"``: one block-diagonal operator, one global stopping test, and one forward pass per
+        restart); ``"joint"`` (the default) stacks the restarts into that batch as well (``R B`` blocks, one solve
+        per repetition: the same algorithm on a batch ``R`` times larger, much faster on a CPU); ``"per_example"``
+        solves each example alone, which changes the bounds (the stopping test is then per example).  Joint solves
+        assume the feature map treats examples independently (no BatchNorm batch statistics), so use
+        ``"per_restart"`` for such a model, with ``chunk_size`` the minibatch whose statistics it uses.
     jac_at : ``"current"`` (the authors' code: Jacobian at ``x + eps^(j-1)``) or ``"base"`` (Algorithm 1 as printed:
         at ``x``).  In both cases ``eps^(j)`` is added to the original ``x``.
     lsqr_atol : ``"code"`` (the authors' rule ``atol = 0.02 min_b ||z_tilde_b||`` over the examples of a solve, an
-        absolute size handed to scipy's relative tolerance, so it shrinks with ``s``; spec section 3.3) or a float
-        passed to scipy as is.
+        absolute size handed to scipy's relative tolerance, so it shrinks with ``s``) or a float passed to scipy as
+        is.
     lsqr_btol, iter_lim : scipy's ``btol`` (code: 1e-8) and iteration cap (``None``: scipy's ``2 x`` columns).
     exact_map : the same feature map in float64 (e.g. a ``double()`` copy of the model), used for the forward passes
         that give ``z_eps`` (steps 6-7) when the Jacobian products run in float32 (as the authors' code does, and
         about twice as fast).  ``None``: ``feature_map`` itself, in ``x``'s dtype.
+    chunk_size : at most this many examples go through Algorithm 1 together (memory about ``R * chunk_size``
+        examples' activations and Jacobian products); larger batches run chunk after chunk and their results are
+        concatenated.  Every example keeps its own noise draws, so chunking changes nothing with
+        ``solve="per_example"``; joint and per-restart solves share LSQR's stopping test (and the code's ``atol``)
+        within a chunk only.  Any ``B <= chunk_size`` is one chunk.
     progress : a tqdm bar over the ``i x S`` solves.
 
     The JVP/VJPs run in ``x``'s dtype and device, LSQR on CPU float64 vectors.  The bound is rigorous only if
-    ``z_eps`` is accurate (spec section 7 item 19): give float64 inputs, or float32 inputs and a float64
-    ``exact_map``.
+    ``z_eps`` is accurate: give float64 inputs, or float32 inputs and a float64 ``exact_map``.
     """
-    s = float(_check_sigma(sigma))
-    if np.ndim(sigma) != 0:
-        raise ValueError(f"sigma must be a scalar; got {sigma!r}")
-    R = _check_positive_int("num_restarts", num_restarts)
-    n_it = _check_positive_int("num_power_iterations", num_power_iterations)
-    if not (np.isfinite(diffdiv) and diffdiv > 0):
-        raise ValueError(f"diffdiv (1/s, inverse relative size of the perturbation) must be finite and > 0; "
-                         f"got {diffdiv!r}")
-    if solve not in SOLVES:
-        raise ValueError(f"solve must be one of {', '.join(map(repr, SOLVES))}; got {solve!r}")
-    if jac_at not in ("current", "base"):
-        raise ValueError(f"jac_at must be 'current' or 'base'; got {jac_at!r}")
+    s = _sigma(sigma)
+    if np.ndim(s) != 0:
+        raise ValueError(f"sigma={sigma!r}; allowed: a finite number > 0 ({_SIGMA}, one scalar)")
+    R = validation.integer("num_restarts", num_restarts, what="random starts per example")
+    n_it = validation.integer("num_power_iterations", num_power_iterations, what="LSQR repetitions i")
+    diffdiv = validation.positive("diffdiv", diffdiv, what="1/s, the inverse relative size of the perturbation")
+    validation.choice("solve", solve, SOLVES)
+    validation.choice("jac_at", jac_at, ("current", "base"))
     if not (isinstance(lsqr_atol, str) and lsqr_atol == "code") and not (
             isinstance(lsqr_atol, (int, float)) and not isinstance(lsqr_atol, bool) and lsqr_atol >= 0):
-        raise ValueError(f"lsqr_atol must be 'code' or a float >= 0; got {lsqr_atol!r}")
+        raise ValueError(f"lsqr_atol={lsqr_atol!r}; allowed: 'code' or a number >= 0")
+    chunk_size = validation.integer("chunk_size", chunk_size, what="examples per chunk")
+    validation.generator("generator", generator)
     if not isinstance(x, torch.Tensor) or x.ndim < 3 or not x.is_floating_point() or x.shape[0] < 1:
-        raise ValueError("x must be a floating-point torch.Tensor (B, [C,] H, W) with B >= 1 examples; got "
-                         f"{type(x).__name__} {tuple(getattr(x, 'shape', ()))}")
+        raise ValueError(f"x={type(x).__name__} {tuple(getattr(x, 'shape', ()))}; allowed: a floating-point "
+                         "torch.Tensor (B, [C,] H, W) with B >= 1 examples")
     if generator is None:
         generator = torch.Generator().manual_seed(0)
-    from threadpoolctl import threadpool_limits
     from tqdm import tqdm
 
     x = x.detach()
     B, shape = x.shape[0], tuple(x.shape[1:])
     p = int(np.prod(shape))
     forward, x_exact = (feature_map, x) if exact_map is None else (exact_map, x.double())
+    chunks = [slice(b, min(b + chunk_size, B)) for b in range(0, B, chunk_size)]
     with torch.no_grad():
-        a0 = forward(x_exact).reshape(B, -1)
-    n = a0.shape[1]
+        a0_first = forward(x_exact[chunks[0]]).reshape(chunks[0].stop, -1)
+    n = a0_first.shape[1]
+    noise = (torch.randn((R, B, n), generator=generator, device=generator.device, dtype=torch.float64) * s)
+    noise = noise.cpu().numpy()                                      # every example's draws, before any chunk runs
+
+    eps, z_eps, z0_norm = np.zeros((R, B, p)), np.zeros((R, B, n)), np.zeros((R, B))
+    its, rres = [], []
+    per_chunk = {"joint": lambda b: 1, "per_restart": lambda b: R, "per_example": lambda b: R * b}[solve]
+    bar = tqdm(total=n_it * sum(per_chunk(c.stop - c.start) for c in chunks), desc="HCR (Algorithm 1)",
+               unit="solve", disable=not progress)
+    for c in chunks:
+        a0 = a0_first if c is chunks[0] else None
+        out = _algorithm1(feature_map, forward, x[c], x_exact[c], noise[:, c], a0, diffdiv, n_it, solve, jac_at,
+                          lsqr_atol, lsqr_btol, iter_lim, bar)
+        eps[:, c], z_eps[:, c], z0_norm[:, c] = out[0], out[1], out[2]
+        its.append(out[3])
+        rres.append(out[4])
+    bar.close()
+
+    eps_shaped = eps.reshape((R, B) + shape)
+    chi2 = gaussian_chi2(z_eps, s)
+    chi2_b = chi2.reshape((R, B) + (1,) * len(shape))
+    per_restart = np.sqrt(hcr_variance_bound(dct2(eps_shaped), chi2_b))
+    pixel = np.sqrt(hcr_variance_bound(eps_shaped, chi2_b))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.linalg.norm(z_eps, axis=2) / np.linalg.norm(eps, axis=2)
+    z_norm = np.linalg.norm(z_eps, axis=2)
+    return HCRResult(bound_dct=per_restart.max(axis=0), bound_pixel=pixel.max(axis=0),
+                     bound_dct_per_restart=per_restart, eps=eps_shaped, z_eps=z_eps, noise=noise, chi2=chi2,
+                     lsqr_iterations=np.concatenate(its), lsqr_relative_residual=np.concatenate(rres),
+                     feature_change_mismatch=1.0 - z_norm / z0_norm, ratio=ratio, sigma=s, diffdiv=float(diffdiv),
+                     solve=solve)
+
+
+def _algorithm1(feature_map, forward, x, x_exact, noise, a0, diffdiv, n_it, solve, jac_at, lsqr_atol, lsqr_btol,
+                iter_lim, bar):
+    """Algorithm 1 on one chunk of ``b`` examples (see :func:`hcr_bound`): ``noise`` is its ``(R, b, n)`` block of
+    draws, ``a0`` its exact features (``None``: computed here).  Returns ``eps (R, b, p)``, ``z_eps (R, b, n)``,
+    ``||z|| (R, b)`` and LSQR's iteration counts and relative residuals ``(S, i)``."""
+    from threadpoolctl import threadpool_limits
+
+    R, B, n = noise.shape
+    shape = tuple(x.shape[1:])
+    p = int(np.prod(shape))
+    if a0 is None:
+        with torch.no_grad():
+            a0 = forward(x_exact).reshape(B, -1)
     a0_64 = a0.double().cpu().numpy()
     x_all = x.unsqueeze(0).expand((R,) + tuple(x.shape)).reshape((R * B,) + shape)   # restart-major stack
     x_all_exact = x_exact.unsqueeze(0).expand((R,) + tuple(x.shape)).reshape((R * B,) + shape)
     a0_all = np.tile(a0_64, (R, 1))
     groups = {"joint": [np.arange(R * B)], "per_restart": [np.arange(r * B, (r + 1) * B) for r in range(R)],
               "per_example": [np.array([k]) for k in range(R * B)]}[solve]
+    # the exact forward passes (steps 6-7) see what the feature map would see: one restart's minibatch for
+    # per-restart solves (a model with batch statistics couples the examples of a forward pass), else the stack
+    forward_groups = groups if solve == "per_restart" else [np.arange(R * B)]
 
-    noise = (torch.randn((R, B, n), generator=generator, device=generator.device, dtype=torch.float64) * s)
-    noise = noise.cpu().numpy()
     z0 = noise.reshape(R * B, n) / np.sqrt(n) / diffdiv
     z0_norm = np.linalg.norm(z0, axis=1, keepdims=True)
     zj = z0.copy()
@@ -508,7 +557,6 @@ def hcr_bound(feature_map, x, sigma, num_restarts: int = 25, num_power_iteration
     its = np.zeros((len(groups), n_it), dtype=int)
     rres = np.zeros((len(groups), n_it))
     base_ops = [_jacobian_operator(feature_map, x_all[g]) for g in groups] if jac_at == "base" else None
-    bar = tqdm(total=n_it * len(groups), desc="HCR (Algorithm 1)", unit="solve", disable=not progress)
     for j in range(n_it):
         zt = z0_norm * zj / np.linalg.norm(zj, axis=1, keepdims=True)                         # step 4
         for gi, g in enumerate(groups):
@@ -527,20 +575,6 @@ def hcr_bound(feature_map, x, sigma, num_restarts: int = 25, num_power_iteration
             bar.update()
         with torch.no_grad():                                                                  # steps 6-7 (exact)
             pert = x_all_exact + torch.as_tensor(eps, dtype=x_exact.dtype, device=x.device).reshape(x_all.shape)
-            zj = forward(pert).reshape(R * B, n).double().cpu().numpy() - a0_all
-    bar.close()
-
-    eps_shaped = eps.reshape((R, B) + shape)
-    z_all = zj.reshape(R, B, n)
-    chi2 = gaussian_chi2(z_all, s)
-    chi2_b = chi2.reshape((R, B) + (1,) * len(shape))
-    per_restart = np.sqrt(hcr_variance_bound(dct2(eps_shaped), chi2_b))
-    pixel = np.sqrt(hcr_variance_bound(eps_shaped, chi2_b))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.linalg.norm(z_all, axis=2) / np.linalg.norm(eps, axis=1).reshape(R, B)
-    z_norm = np.linalg.norm(z_all, axis=2)
-    return HCRResult(bound_dct=per_restart.max(axis=0), bound_pixel=pixel.max(axis=0),
-                     bound_dct_per_restart=per_restart, eps=eps_shaped, z_eps=z_all, noise=noise.reshape(R, B, n),
-                     chi2=chi2, lsqr_iterations=its, lsqr_relative_residual=rres,
-                     feature_change_mismatch=1.0 - z_norm / z0_norm.reshape(R, B), ratio=ratio, sigma=s,
-                     diffdiv=float(diffdiv), solve=solve)
+            for g in forward_groups:
+                zj[g] = forward(pert[g]).reshape(len(g), n).double().cpu().numpy() - a0_all[g]
+    return (eps.reshape(R, B, p), zj.reshape(R, B, n), z0_norm.reshape(R, B), its, rres)

@@ -1,9 +1,24 @@
-"""The HCR chapter (Chaudhuri et al. 2024): its settings at each scale and the pipelines its notebook calls."""
+"""The HCR chapter (Chaudhuri, Guo, van der Maaten, Mahloujifar and Tygert 2024, "Guarantees of confidentiality via
+Hammersley-Chapman-Robbins bounds"): its settings at each scale and the pipelines its notebook calls.
+
+Each pipeline computes one step of the chapter and returns a table (``pandas.DataFrame``) or a small dataclass; the
+notebook shows the result and asserts the paper's claims on it.  Equation, section, algorithm and figure numbers are
+the paper's; "the authors' code" is github.com/facebookresearch/hcrbounds.
+"""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from pathlib import Path
 
-from compendium import validation
+import numpy as np
+import pandas as pd
+import scipy.integrate
+import torch
+
+from compendium import base, checks, data, metrics, models, train, validation
+from compendium.attacks import feature_inversion as inversion
+from compendium.bounds import hcr
 from compendium.chapters.base import Settings as _Settings
 from compendium.chapters.base import resolve
 
@@ -113,3 +128,600 @@ SCALES = {
 def settings(scale: str = "book", device: str = "auto", seed: int = 0, **overrides) -> Settings:
     """The chapter's settings: the scale's values, replaced by every override that is not ``None``."""
     return resolve(Settings, SCALES, scale, device, seed, overrides)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the data
+# ---------------------------------------------------------------------------------------------------------------
+CIFAR_CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+
+
+def normalised(x, mean, sd):
+    """``(x - mean) / sd``: the inputs in the units every bound of the chapter is stated in (Sec. 3.1: MNIST's
+    mean/sd normalisation; Sec. 3.2: CIFAR-10's ``2x - 1``)."""
+    return (x - mean) / sd
+
+
+@dataclass
+class Datasets:
+    """The two data sets of the chapter, as ``(images, labels)`` pairs: the grayscale task (the paper's MNIST,
+    Sec. 3.1) with its normalisation ``gray_norm = (mean, sd)``, and the colour task (CIFAR-10, Sec. 3.2) with its
+    class names and ``colour_norm``."""
+
+    gray_data: str
+    gray_train: tuple
+    gray_test: tuple
+    gray_norm: tuple
+    colour_data: str
+    colour_train: tuple
+    colour_test: tuple
+    colour_classes: list
+    colour_norm: tuple
+
+    def describe(self) -> str:
+        """One line: the shapes, sizes and normalisation of both tasks."""
+        return (f"grayscale task: {self.gray_data} {tuple(self.gray_train[0].shape)} train / {len(self.gray_test[1])} "
+                f"test, normalisation {self.gray_norm[0]:.4f} / {self.gray_norm[1]:.4f}; colour task: "
+                f"{self.colour_data} {tuple(self.colour_train[0].shape)} train / {len(self.colour_test[1])} test, "
+                f"{len(self.colour_classes)} classes")
+
+
+def load_data(cfg: Settings) -> Datasets:
+    """The chapter's data, loaded before any expensive work so that a missing data set stops the chapter first.
+
+    ``book``/``ci`` scale: scikit-learn's 8x8 digits (``data.digits``; normalised by the training split's pixel mean
+    and sd, 0.3054 / 0.3759 for seed 0) stand in for MNIST, and crops of 7 bundled photographs
+    (``data.photo_classes``) for CIFAR-10.  ``paper`` scale: MNIST (``data.mnist``, normalised by the usual
+    0.1307 / 0.3081, Sec. 3.1) and CIFAR-10 (``data.cifar10``), downloaded into ``cfg.data_dir``.  Colour inputs are
+    mapped to ``2x - 1`` as in the paper (Sec. 3.2).
+    """
+    root = Path(cfg.data_dir) if Path(cfg.data_dir).is_absolute() else base.repository_root() / cfg.data_dir
+    if cfg.gray_data == "digits":
+        gray_train, gray_test = data.digits("train", cfg.seed), data.digits("test", cfg.seed)
+        gray_norm = (float(gray_train[0].mean()), float(gray_train[0].std()))
+    else:
+        gray_train, gray_test = (data.mnist(root / "mnist", split, download=True) for split in ("train", "test"))
+        gray_norm = models.MNIST_NORMALIZATION
+    if cfg.colour_data == "photos":
+        colour_train = data.photo_classes(cfg.colour_per_class, cfg.colour_resolution, seed=cfg.seed + 1)
+        colour_test = data.photo_classes(max(cfg.colour_examples // 7 + 1, 10), cfg.colour_resolution,
+                                         seed=cfg.seed + 2)
+        colour_classes = list(data.PHOTO_NAMES)
+    else:
+        colour_train, colour_test = (data.cifar10(root / "cifar10", split, download=True)
+                                     for split in ("train", "test"))
+        colour_classes = list(CIFAR_CLASSES)
+    return Datasets(cfg.gray_data, gray_train, gray_test, gray_norm, cfg.colour_data, colour_train, colour_test,
+                    colour_classes, models.CIFAR_NORMALIZATION)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the theory checks: eq. (12), the Cramer-Rao limit of eqs. (13)-(18), Algorithm 1 on a linear map
+# ---------------------------------------------------------------------------------------------------------------
+def chi2_quadrature(c: float) -> float:
+    """The left side of eq. (12) for ``||z|| / sigma = c`` as a one-dimensional integral (Appendix A): after a
+    rotation only one standard normal coordinate ``u`` matters, and the integrand is
+    ``(e^{cu - c^2/2} - 1)^2 phi(u)``."""
+    f = lambda u: (np.exp(2 * c * u - c * c - u * u / 2) - 2 * np.exp(c * u - c * c / 2 - u * u / 2)  # noqa: E731
+                   + np.exp(-u * u / 2)) / np.sqrt(2 * np.pi)
+    return scipy.integrate.quad(f, -40, 40 + 4 * c, epsabs=1e-14, epsrel=1e-13, limit=200)[0]
+
+
+@dataclass
+class Chi2Check:
+    """:func:`chi2_check`'s result: ``table`` (one row per ``c``: eq. 12's closed form and the quadrature), and the
+    five-dimensional example ``z``, ``sigma``: its closed form ``closed`` and Monte-Carlo mean ``mc_mean`` with its
+    standard error ``mc_se``."""
+
+    table: pd.DataFrame
+    z: np.ndarray
+    sigma: float
+    closed: float
+    mc_mean: float
+    mc_se: float
+
+
+def chi2_check(seed: int, cs=(0.1, 1.0, 2.0), draws: int = 400_000) -> Chi2Check:
+    """Eq. (12) (Appendix A, eqs. 19-28) three ways: the closed form ``exp(||z||^2 / sigma^2) - 1``
+    (:func:`hcr.gaussian_chi2`), the one-dimensional quadrature (:func:`chi2_quadrature`) at ``c = ||z|| / sigma``
+    in ``cs``, and a Monte-Carlo average of the squared likelihood-ratio deviation (eq. 11) over ``draws`` normal
+    vectors in ``n = 5`` dimensions (``z = (0.3, -0.2, 0.1, 0, 0.4)``, ``sigma = 0.7``; torch generator ``seed``)."""
+    rows = []
+    for c in cs:
+        rows.append({"c = ||z||/σ": c, "closed form (12)": float(hcr.gaussian_chi2(np.array([c]), 1.0)),
+                     "quadrature": chi2_quadrature(c)})
+    z, sigma = np.array([0.3, -0.2, 0.1, 0.0, 0.4]), 0.7
+    u = torch.randn(draws, 5, generator=torch.Generator().manual_seed(seed), dtype=torch.float64).numpy()
+    ratio = np.exp((2 * sigma * u @ z - z @ z) / (2 * sigma**2))  # f(Z - z) / f(Z) at Z = sigma u
+    mc_mean, mc_se = checks.mean_se((ratio - 1) ** 2)
+    closed = float(hcr.gaussian_chi2(z, sigma))
+    rows.append({"c = ||z||/σ": np.linalg.norm(z) / sigma, "closed form (12)": closed,
+                 "quadrature": chi2_quadrature(np.linalg.norm(z) / sigma)})
+    return Chi2Check(pd.DataFrame(rows), z, sigma, closed, mc_mean, mc_se)
+
+
+def cumulative_sum_map(p: int = 64):
+    """The linear feature map ``a_theta = A theta`` with ``A`` the ``p x p`` lower-triangular ones (a cumulative sum;
+    its inverse is the first difference), on ``(b, 8, 8)`` inputs: returns ``(A, batched torch map)``."""
+    A = np.tril(np.ones((p, p)))
+    A_t = torch.tensor(A)
+    return A, (lambda t: t.reshape(t.shape[0], -1) @ A_t.T)
+
+
+@dataclass
+class LinearCheck:
+    """:func:`cumulative_sum_check`'s result.  ``A``, ``linear_map``, ``theta`` (the ``(1, 8, 8)`` input); ``crb``
+    and ``eq18`` per coordinate; ``along``: ``{t: HCR variance bound on coordinate 10 along t (A^T A)^{-1} e_10}``;
+    ``random_ratio``: the largest ``HCR / CRB`` over the random directions; ``ols`` ``(draws, p)`` the OLS estimates,
+    ``ols_var`` their variances; ``table``: ``along`` next to ``CRB x / (e^x - 1)``."""
+
+    A: np.ndarray
+    linear_map: object
+    theta: torch.Tensor
+    crb: np.ndarray
+    eq18: np.ndarray
+    along: dict
+    random_ratio: float
+    ols: np.ndarray
+    ols_var: np.ndarray
+    table: pd.DataFrame
+
+
+def cumulative_sum_check(seed: int, k: int = 10, ts=(1.0, 0.1, 0.005, 0.001), directions: int = 2000,
+                         draws: int = 20_000) -> LinearCheck:
+    """The Cramer-Rao limit of eqs. (13)-(18) on the cumulative-sum map (:func:`cumulative_sum_map`, ``sigma = 1``),
+    where everything has a closed form: the CRB ``sigma^2 [(A^T A)^{-1}]_kk`` (1, 2, ..., 2) against the paper's
+    eq. (18) ``sigma^2 / ||A e_k||^2``; the HCR bound (5)+(12) along the CRB direction ``t (A^T A)^{-1} e_k`` for
+    each ``t``, which equals ``CRB_k x / (e^x - 1)`` with ``x = ||A eps||^2 / sigma^2``; the HCR bound of
+    ``directions`` random small perturbations (numpy ``default_rng(seed)``), none of which may exceed the CRB; and
+    the ordinary least-squares estimator ``A^{-1} X`` on ``draws`` releases ``X = A theta + Z`` (torch generator
+    ``seed``), unbiased with variance equal to the CRB."""
+    A, linear_map = cumulative_sum_map()
+    p = A.shape[0]
+    crb = hcr.cramer_rao_bound(A, 1.0)
+    eq18 = hcr.fisher_diagonal_bound_eq18(A, 1.0)
+    w = hcr.crb_direction(A, k)
+    along = {}
+    for t in ts:
+        eps_t = t * w
+        along[t] = hcr.hcr_sd_bound(eps_t, A @ eps_t, 1.0)[k] ** 2
+    rand_eps = 0.01 * np.random.default_rng(seed).standard_normal((directions, p))  # small: near the limit
+    rand_hcr = hcr.hcr_sd_bound(rand_eps, rand_eps @ A.T, 1.0) ** 2
+    theta = torch.linspace(-1, 1, p, dtype=torch.float64).reshape(1, 8, 8)
+    X = linear_map(theta) + torch.randn(draws, p, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    ols = inversion.linearised_estimator(linear_map, X, theta).reshape(draws, p).numpy()
+    table = pd.DataFrame({"t": list(along), "HCR along (AᵀA)⁻¹e₁₀": list(along.values()),
+                          "CRB·x/(eˣ−1)": [hcr.hcr_linear_optimal(crb[k], t**2 * (A @ w) @ (A @ w)) for t in along]})
+    return LinearCheck(A, linear_map, theta, crb, eq18, along, float(np.max(rand_hcr / crb)), ols,
+                       ols.var(axis=0, ddof=1), table)
+
+
+@dataclass
+class SmoothLimit:
+    """:func:`smooth_network_limit`'s result: ``table`` (one row per ``tau``), and the CRB and eq. (18) of the
+    coordinate."""
+
+    table: pd.DataFrame
+    crb: float
+    eq18: float
+
+
+def smooth_network_limit(seed: int, sigma: float = 0.05, k: int = 5,
+                         taus=(1.0, 0.3, 0.1, 0.03, 0.01, 0.003, 0.001)) -> SmoothLimit:
+    """The Cramer-Rao limit of eqs. (13)-(18) for a nonlinear map: a smooth network (two tanh layers, 16 -> 40 -> 40,
+    float64, initialised from ``seed``) at a random ``4 x 4`` input.  Along the CRB direction ``(J^T J)^{-1} e_k`` of
+    its Jacobian, the step is bisected until the exact feature change has ``||z_eps|| / sigma = tau``; the HCR
+    variance bound (5)+(12) from that exact forward pass is tabulated against the CRB and the linear theory
+    ``tau^2 / (e^{tau^2} - 1)``."""
+    smooth = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 40), torch.nn.Tanh(), torch.nn.Linear(40, 40),
+                                 torch.nn.Tanh()).double()
+    models.init_parameters(smooth, torch.Generator().manual_seed(seed))
+    smooth.requires_grad_(False)
+    x = torch.randn(1, 4, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(seed + 1))
+    J = torch.func.jacrev(lambda t: smooth(t.reshape(1, 4, 4))[0])(x.reshape(-1)).numpy()
+    crb = hcr.cramer_rao_bound(J, sigma)[k]
+    eq18 = hcr.fisher_diagonal_bound_eq18(J, sigma)[k]
+    w = hcr.crb_direction(J, k)
+    rows = []
+    for tau in np.array(taus):
+        lo, hi = 0.0, 10.0 * tau * sigma / np.linalg.norm(J @ w)
+        for _ in range(80):  # bisect the step so that the exact feature change has ||z|| / sigma = tau
+            mid = (lo + hi) / 2
+            _, z = hcr.hcr_sd_along(smooth, x, torch.tensor(mid * w).reshape(1, 4, 4), sigma)
+            lo, hi = (mid, hi) if np.linalg.norm(z) / sigma < tau else (lo, mid)
+        b, z = hcr.hcr_sd_along(smooth, x, torch.tensor(lo * w).reshape(1, 4, 4), sigma)
+        rows.append({"τ = ||z_ε||/σ": tau, "HCR variance bound": b.ravel()[k] ** 2,
+                     "HCR / CRB": b.ravel()[k] ** 2 / crb, "linear theory τ²/(e^τ²−1)": tau**2 / np.expm1(tau**2)})
+    return SmoothLimit(pd.DataFrame(rows), crb, eq18)
+
+
+@dataclass
+class Algorithm1Check:
+    """:func:`algorithm1_linear_check`'s result: ``rel_err`` (per restart, LSQR against the closed form),
+    ``stationary`` (how much the repetitions change ``eps``), ``efficiency`` (``8 x 8``: the bound over
+    ``sqrt(CRB)`` per DCT mode), ``max25`` (Monte Carlo of ``E max_25 |N(0,1)|``), ``ratio`` (``||z_eps|| / ||eps||``
+    per restart) and ``sv_min`` (the smallest singular value of the map)."""
+
+    rel_err: np.ndarray
+    stationary: float
+    efficiency: np.ndarray
+    max25: float
+    ratio: np.ndarray
+    sv_min: float
+
+
+def algorithm1_linear_check(lin: LinearCheck, seed: int) -> Algorithm1Check:
+    """Algorithm 1 (Sec. 2.2) on the cumulative-sum map of :func:`cumulative_sum_check` (``sigma = 1``, ``s = 1/200``).
+
+    1. With tight LSQR tolerances (``1e-14``), 5 restarts and ``i = 3``: the relative error of ``eps`` against the
+       closed form ``A^+ z`` (:func:`hcr.algorithm1_linear_closed_form`), and the change of ``eps`` between ``i = 1``
+       and ``i = 3`` (the loop is stationary after one step for an invertible map).
+    2. With the authors' tolerance, 25 restarts and ``i = 10``: the per-DCT-mode efficiency ``bound / sqrt(CRB)``,
+       whose median should be ``E max_25 |N(0,1)| / sqrt(64)`` (estimated from 200,000 x 25 normal draws), and the
+       ratio ``||z_eps|| / ||eps||`` that the paper says the repetitions approximately minimise.
+    """
+    A, p = lin.A, lin.A.shape[0]
+    exact = hcr.hcr_bound(lin.linear_map, lin.theta, 1.0, num_restarts=5, num_power_iterations=3, diffdiv=200.0,
+                          generator=torch.Generator().manual_seed(seed), lsqr_atol=1e-14, lsqr_btol=1e-14)
+    closed = np.array([hcr.algorithm1_linear_closed_form(A, z0 / np.sqrt(p) / 200.0, 3)[0]
+                       for z0 in exact.noise[:, 0]])
+    rel_err = np.linalg.norm(exact.eps.reshape(5, -1) - closed, axis=1) / np.linalg.norm(closed, axis=1)
+    one_step = hcr.hcr_bound(lin.linear_map, lin.theta, 1.0, num_restarts=5, num_power_iterations=1, diffdiv=200.0,
+                             generator=torch.Generator().manual_seed(seed), lsqr_atol=1e-14, lsqr_btol=1e-14)
+    stationary = np.max(np.abs(one_step.eps - exact.eps)) / np.max(np.abs(exact.eps))
+    code_run = hcr.hcr_bound(lin.linear_map, lin.theta, 1.0, num_restarts=25, num_power_iterations=10, diffdiv=200.0,
+                             generator=torch.Generator().manual_seed(seed))
+    crb_dct = hcr.cramer_rao_bound(A, 1.0, directions=hcr.dct_matrix((8, 8))).reshape(8, 8)
+    efficiency = code_run.bound_dct[0] / np.sqrt(crb_dct)
+    max25 = np.abs(np.random.default_rng(seed).standard_normal((200_000, 25))).max(axis=1).mean()
+    sv_min = np.linalg.svd(A, compute_uv=False).min()
+    return Algorithm1Check(rel_err, stationary, efficiency, max25, code_run.ratio, sv_min)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the experiments: three classifiers, their dithered accuracy, and the HCR bounds of Algorithm 1
+# ---------------------------------------------------------------------------------------------------------------
+def build_tasks(cfg: Settings, datasets: Datasets) -> dict:
+    """The three tasks, each a dict with its untrained classifier and its settings: ``"gray"`` (the paper's MNIST
+    MLP, Sec. 3.1, Figures 1-2), ``"gray_cnn"`` (the CIFAR-10 CNN on the grayscale data; not in the paper) and
+    ``"colour"`` (the paper's CIFAR-10 CNN, Sec. 3.2, Figures 3-4).  ``iterations`` are the repetitions ``i`` of the
+    main and the limit run (the paper: 10 and 10 for MNIST, 6 and 4 for CIFAR-10, capped at the largest
+    ``cfg.power_iterations``); ``paper_acc``, ``paper_kappa``, ``paper_modes`` (the histogram modes of the paper's
+    figures, read off them) and ``paper_sd`` are the paper's values for comparison."""
+    side_gray = datasets.gray_train[0].shape[-1]
+    i_max = max(cfg.power_iterations)
+    d = datasets
+    return {  # iterations: i of the main and the limit run; figures: the paper's histogram and visualisation figures
+        "gray": dict(
+            title=f"{cfg.gray_data} MLP", paper_name="MNIST", norm=d.gray_norm, train=d.gray_train, test=d.gray_test,
+            model=models.MnistMLP(1, side_gray, 10, hidden=cfg.gray_hidden,
+                                  generator=torch.Generator().manual_seed(cfg.seed)),
+            epochs=cfg.gray_epochs, kappa=cfg.gray_kappa, diffdivs=cfg.gray_diffdivs, low=cfg.gray_low_freq,
+            examples=cfg.gray_examples, iterations=(i_max, i_max), figures=("Figure 1", "Figure 2"),
+            paper_acc=(97.9, 95.1), paper_kappa=1.0, paper_modes={"main": (0.16, 0.42), "limit": (0.20, 0.47)},
+            paper_sd=models.MNIST_NORMALIZATION[1]),
+        "gray_cnn": dict(
+            title=f"{cfg.gray_data} CNN", paper_name=None, norm=d.gray_norm, train=d.gray_train, test=d.gray_test,
+            model=models.CifarCNN(1, side_gray, 10, widths=cfg.colour_widths, hidden=cfg.colour_hidden,
+                                  generator=torch.Generator().manual_seed(cfg.seed)),
+            epochs=cfg.gray_epochs, kappa=cfg.gray_cnn_kappa, diffdivs=cfg.gray_diffdivs, low=cfg.gray_low_freq,
+            examples=cfg.gray_cnn_examples, iterations=(i_max, i_max),
+            figures=("Figure 1 (a CNN, not in the paper)", "Figure 2 (a CNN, not in the paper)"),
+            paper_acc=None, paper_kappa=None, paper_modes=None, paper_sd=None),
+        "colour": dict(
+            title=f"{cfg.colour_data} CNN", paper_name="CIFAR-10", norm=d.colour_norm, train=d.colour_train,
+            test=d.colour_test,
+            model=models.CifarCNN(3, d.colour_train[0].shape[-1], len(d.colour_classes), widths=cfg.colour_widths,
+                                  hidden=cfg.colour_hidden, generator=torch.Generator().manual_seed(cfg.seed)),
+            epochs=cfg.colour_epochs, kappa=cfg.colour_kappa, diffdivs=cfg.colour_diffdivs, low=cfg.colour_low_freq,
+            examples=cfg.colour_examples, iterations=(min(6, i_max), min(4, i_max)),
+            figures=("Figure 3", "Figure 4"), paper_acc=(70.0, 50.0), paper_kappa=5.0,
+            paper_modes={"main": (0.08, 0.09), "limit": (0.065, 0.08)}, paper_sd=models.CIFAR_NORMALIZATION[1]),
+    }
+
+
+def train_tasks(tasks: dict, cfg: Settings, device) -> pd.DataFrame:
+    """Trains each task's classifier with the paper's recipe (AdamW, learning rate 1e-3, batch 32; Sec. 3) and sets
+    its noise level and accuracies; returns the accuracy table (one row per task).
+
+    Each task dict gains ``x_test``/``y_test`` (normalised, on ``device``), ``train_seconds``, ``exact`` (a float64
+    copy of the model, for the exact forward passes that make each bound rigorous), ``x_eval`` (the first
+    ``examples`` test images, the ones bounded), ``sigma`` (``kappa`` times the RMS feature over the test set: the
+    authors' code's rule, which the paper never states) and ``accuracy`` ``(clean, dithered)``, the dithered one the
+    mean over 25 noise draws (as in the authors' code)."""
+    acc_rows = []
+    for task in tasks.values():
+        x_train = normalised(task["train"][0], *task["norm"])
+        task["x_test"] = normalised(task["test"][0], *task["norm"]).to(device)
+        task["y_test"] = task["test"][1].to(device)
+        start = time.perf_counter()
+        train.train_classifier(task["model"], (x_train.to(device), task["train"][1].to(device)), task["epochs"],
+                               generator=torch.Generator(device=device).manual_seed(cfg.seed), device=str(device),
+                               progress=False)
+        task["train_seconds"] = time.perf_counter() - start
+        model = task["model"].eval().requires_grad_(False)
+        task["exact"] = hcr.float64_copy(model)
+        task["x_eval"] = task["x_test"][:task["examples"]]
+        # kappa x RMS feature over the test set (the code's RMS is over its thousands of evaluated examples)
+        task["sigma"] = hcr.noise_sigma(model.features(task["x_test"]), task["kappa"])
+        clean = train.accuracy(model, task["x_test"], task["y_test"])
+        dithered = np.mean([train.accuracy(model, task["x_test"], task["y_test"], feature_noise=task["sigma"],
+                                           generator=torch.Generator().manual_seed(cfg.seed + r)) for r in range(25)])
+        task["accuracy"] = (clean, dithered)
+        acc_rows.append({"task": task["title"], "train [s]": round(task["train_seconds"], 1), "κ": task["kappa"],
+                         "σ": round(task["sigma"], 4), "clean [%]": round(100 * clean, 1),
+                         "dithered [%]": round(100 * dithered, 1),
+                         "paper [%]": "not in the paper" if task["paper_acc"] is None else
+                                      f"{task['paper_name']}, κ = {task['paper_kappa']:g}: "
+                                      f"{task['paper_acc'][0]:g} → {task['paper_acc'][1]:g}"})
+    return pd.DataFrame(acc_rows)
+
+
+def run_hcr(task: dict, cfg: Settings, device, diffdiv: float, iterations: int, **kwargs) -> hcr.HCRResult:
+    """Algorithm 1 and the per-DCT-mode HCR bound (:func:`hcr.hcr_bound`) on a task's evaluated images, with
+    ``cfg.num_restarts`` draws, size ``s = 1/diffdiv`` and ``iterations`` repetitions, float32 Jacobian products and
+    float64 exact forward passes; the result carries its wall-clock time as ``seconds``."""
+    start = time.perf_counter()
+    res = hcr.hcr_bound(task["model"].features, task["x_eval"], task["sigma"], num_restarts=cfg.num_restarts,
+                        num_power_iterations=iterations, diffdiv=diffdiv,
+                        generator=torch.Generator(device=device).manual_seed(cfg.seed),
+                        exact_map=task["exact"].features, **kwargs)
+    res.seconds = time.perf_counter() - start
+    return res
+
+
+def run_bounds(tasks: dict, cfg: Settings, device) -> dict:
+    """Every HCR run of the chapter (Sec. 3, Figures 1 and 3), keyed ``(task, label)``: for each task the main run
+    (the first ``diffdivs`` size, the first ``iterations``) and the ``--limit`` run of the authors' code (the second
+    size), the sweep over fewer repetitions ``i`` (``"i=<i>"``, at the main size), and for the grayscale task the
+    two sizes with one fixed LSQR tolerance (``"fixed atol, main s"``/``"fixed atol, limit s"``: the authors' value
+    ``0.02 sigma s`` at the main size), which separates the tolerance from the size."""
+    runs = {}
+    for key, task in tasks.items():
+        (s_main, s_limit), (i_main, i_limit) = task["diffdivs"], task["iterations"]
+        runs[key, "main"] = run_hcr(task, cfg, device, s_main, i_main)
+        runs[key, "limit"] = run_hcr(task, cfg, device, s_limit, i_limit)
+        for i in cfg.power_iterations:
+            if i < i_main:  # the sweep below the main run's repetitions
+                runs[key, f"i={i}"] = run_hcr(task, cfg, device, s_main, i)
+    gray = tasks["gray"]
+    fixed_atol = 0.02 * gray["sigma"] / gray["diffdivs"][0]  # the code's value at the main size
+    for label, s_inv in zip(("fixed atol, main s", "fixed atol, limit s"), gray["diffdivs"]):
+        runs["gray", label] = run_hcr(gray, cfg, device, s_inv, gray["iterations"][0], lsqr_atol=fixed_atol)
+    return runs
+
+
+def bound_summary(runs: dict, tasks: dict) -> pd.DataFrame:
+    """One row per HCR run: size ``1/s``, repetitions ``i``, total LSQR iterations, the 10/50/90 % quantiles of the
+    per-mode bound over all modes and examples, the median over the lowest ``L x L`` modes (the paper's filtered
+    histograms), the median ``||z_eps|| / ||eps||`` and the seconds per example."""
+    rows = []
+    for (key, label), res in runs.items():
+        task, b = tasks[key], res.bound_dct
+        q10, q50, q90 = np.quantile(b, [0.1, 0.5, 0.9])
+        rows.append({"task": task["title"], "run": label, "1/s": res.diffdiv,
+                     "i": res.lsqr_iterations.shape[1], "LSQR its": int(res.lsqr_iterations.sum()),
+                     "q10": q10, "median": q50, "q90": q90,
+                     "median low L×L": np.median(hcr.low_frequency(b, task["low"])), "L": task["low"],
+                     "median ‖z_ε‖/‖ε‖": np.median(res.ratio), "s per example": res.seconds / task["examples"]})
+    return pd.DataFrame(rows)
+
+
+def recompute_first_draw(task: dict, res: hcr.HCRResult):
+    """The first draw of the first example of a run, recomputed independently: its exact feature change by a fresh
+    float64 forward pass, and its per-DCT-mode bound (5)+(12) from that change.  Returns ``(z_eps, bound)``."""
+    eps0 = torch.tensor(res.eps[0, :1])
+    _, z = hcr.hcr_sd_along(task["exact"].features, task["x_eval"][:1].double().cpu(), eps0, task["sigma"])
+    return z, hcr.hcr_sd_bound(hcr.dct2(res.eps[0, 0]), z, task["sigma"])
+
+
+def histogram_mode(values, bins: int = 256) -> float:
+    """The centre of the fullest of ``bins`` equal bins over the range of ``values`` (the authors' code histograms
+    the bounds with ``np.histogram(values, bins=256)``)."""
+    counts, edges = np.histogram(np.ravel(values), bins=bins)
+    return 0.5 * (edges[counts.argmax()] + edges[counts.argmax() + 1])
+
+
+def histogram_modes(tasks: dict, runs: dict):
+    """The counterparts of Figures 1 and 3: for each task the histogram panels (all modes and the lowest ``L x L``,
+    for the main and the limit run) and a table of their modes, in normalised units and in 8-bit gray levels, next
+    to the modes of the paper's figures.  Returns ``(table, {task: panels})``."""
+    mode_rows, panels = [], {}
+    for key, task in tasks.items():
+        panels[key] = {}
+        for label in ("main", "limit"):
+            res = runs[key, label]
+            name = f"s = 1/{res.diffdiv:g}, i = {res.lsqr_iterations.shape[1]}"
+            panels[key][f"{name}: all modes"] = res.bound_dct
+            panels[key][f"{name}: lowest {task['low']}×{task['low']}"] = hcr.low_frequency(res.bound_dct, task["low"])
+            paper = task["paper_modes"][label] if task["paper_modes"] else (np.nan, np.nan)
+            for part, values, paper_value in (("all", res.bound_dct, paper[0]),
+                                              ("low", hcr.low_frequency(res.bound_dct, task["low"]), paper[1])):
+                mode_rows.append({"task": task["title"], "run": name, "modes": part,
+                                  "histogram mode": histogram_mode(values),
+                                  "in 8-bit levels": histogram_mode(values) * task["norm"][1] * 255,
+                                  "paper": paper_value, "paper's data": task["paper_name"] or "—",
+                                  "paper in 8-bit levels": paper_value * (task["paper_sd"] or np.nan) * 255})
+    return pd.DataFrame(mode_rows), panels
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the null space of ReLU features: where no unbiased estimator exists
+# ---------------------------------------------------------------------------------------------------------------
+def jacobian_ranks(tasks: dict, max_images: int = 32) -> pd.DataFrame:
+    """The rank of each task's float64 feature Jacobian at up to ``max_images`` evaluated images
+    (:func:`hcr.jacobian_rank`, one full SVD per image), the gap between its zero and nonzero singular values, and
+    the share of DCT modes (every channel's) outside its row space, whose Cramer-Rao bound (eqs. 13-18 done right)
+    is infinite.  Stores the :class:`hcr.JacobianRank` as ``task["jacobian_rank"]``; returns one row per task."""
+    rows = []
+    for task in tasks.values():
+        x_rank = task["x_eval"][:max_images].double().cpu()
+        D_task = np.kron(np.eye(x_rank.shape[1]), hcr.dct_matrix(tuple(x_rank.shape[-2:])))  # every channel's DCT
+        task["jacobian_rank"] = jr = hcr.jacobian_rank(task["exact"].features, x_rank, directions=D_task)
+        rows.append({"task": task["title"], "images": len(x_rank), "pixels p": x_rank[0].numel(),
+                     "features n": task["model"].feature_dim,
+                     "rank J: median (min–max)": f"{int(np.median(jr.rank))} ({jr.rank.min()}–{jr.rank.max()})",
+                     "largest 'zero' singular value / largest": f"{jr.gap.max():.0e}",
+                     "DCT modes with infinite CRB [%]": round(100 * jr.unidentifiable.sum() / D_task.shape[0]
+                                                              / len(x_rank), 1)})
+    return pd.DataFrame(rows)
+
+
+def null_direction_steps(task: dict, steps=(1e-3, 1e-2, 1e-1)):
+    """Steps of length ``t`` along a null direction of the Jacobian at the task's first evaluated image (from
+    ``task["jacobian_rank"]``): the exact feature change relative to the features, and the HCR bound (5)+(12) on the
+    DCT mode that the direction moves most.  Returns ``(table, mode)``."""
+    exact, theta0 = task["exact"].features, task["x_eval"][:1].double().cpu()
+    null_dir = task["jacobian_rank"].null_direction[0]  # a unit vector with J v = 0 at the first image
+    mode = np.argmax(np.abs(hcr.dct_matrix(theta0.shape[-2:]) @ null_dir))
+    feature_norm = float(exact(theta0).norm())
+    rows = []
+    for t in steps:
+        eps_null = torch.tensor(t * null_dir).reshape(theta0.shape)
+        _, z_null = hcr.hcr_sd_along(exact, theta0, eps_null, task["sigma"])
+        rows.append({"step ‖ε‖": t, "‖z_ε‖ / ‖a(θ)‖": np.linalg.norm(z_null) / feature_norm,
+                     f"HCR bound on DCT mode {mode} (5)+(12)": float(hcr.hcr_sd_bound(
+                         hcr.dct2(eps_null.numpy()), z_null, task["sigma"]).ravel()[mode])})
+    return pd.DataFrame(rows), mode
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# beyond the paper: real attacks on the dithered features
+# ---------------------------------------------------------------------------------------------------------------
+@dataclass
+class Releases:
+    """:func:`simulate_releases`'s result: ``theta`` ``(n, ...)`` the released images, ``clean`` their features,
+    ``observed`` ``(K n, features)`` the dithered releases (release-major), ``truth`` the matching images,
+    ``mean_image`` the mean training image and ``(lo, hi)`` the valid pixel range, all normalised."""
+
+    n: int
+    K: int
+    theta: torch.Tensor
+    clean: torch.Tensor
+    observed: torch.Tensor
+    truth: torch.Tensor
+    mean_image: torch.Tensor
+    lo: float
+    hi: float
+
+
+def simulate_releases(task: dict, cfg: Settings, device) -> Releases:
+    """The server's view (Sec. 2.2, eq. 7): each of the first (at most 20) evaluated images of a task is released
+    ``K`` times (25; 6 at ``ci`` scale) as dithered features ``X = a_theta + Z``, ``Z ~ N(0, sigma^2 I)`` (torch
+    generator ``cfg.seed + 7``)."""
+    n = min(task["examples"], 20)
+    K = 25 if cfg.scale != "ci" else 6
+    theta = task["x_eval"][:n]
+    lo = normalised(torch.tensor(0.0), *task["norm"]).item()
+    hi = normalised(torch.tensor(1.0), *task["norm"]).item()
+    noise_gen = torch.Generator().manual_seed(cfg.seed + 7)
+    with torch.no_grad():
+        clean = task["model"].features(theta)
+        observed = (clean.unsqueeze(0) + task["sigma"] * torch.randn((K,) + clean.shape, generator=noise_gen)
+                    .to(device)).reshape(K * n, -1)
+    truth = theta.unsqueeze(0).expand(K, *theta.shape).reshape(K * n, *theta.shape[1:])
+    mean_image = normalised(task["train"][0].mean(0, keepdim=True), *task["norm"]).to(device)
+    return Releases(n, K, theta, clean, observed, truth, mean_image, lo, hi)
+
+
+@dataclass
+class Attacks:
+    """:func:`run_attacks`'s result: ``reconstructions`` (attack name -> ``(K n, ...)`` images, normalised),
+    ``optimised`` (the optimisation attack's :class:`inversion.InversionResult`, with its data loss), the trained
+    ``decoder`` and its training ``history``, and the wall-clock ``seconds`` of all three."""
+
+    reconstructions: dict
+    optimised: object
+    decoder: torch.nn.Module
+    history: object
+    seconds: float
+
+
+def run_attacks(task: dict, releases: Releases, cfg: Settings, device) -> Attacks:
+    """Three reconstruction attacks on the dithered releases (beyond the paper, which bounds unbiased estimators
+    only, eqs. 5-6): Gauss-Newton (three steps of ``x <- x + J^+ (X - a_x)`` from the mean training image, rcond
+    1e-3: the locally unbiased estimator); inversion by optimisation (Adam on ``||a_x - X||^2`` in the valid pixel
+    range, ``cfg.inversion_steps`` steps); and a decoder trained for ``cfg.decoder_epochs`` on the training images
+    with fresh noise of the same sigma (an attacker with a data prior).  The mean training image is the trivial
+    guess."""
+    feats = task["model"].features
+    start = time.perf_counter()
+    decoder = models.FeatureDecoder(releases.clean.shape[1], tuple(releases.theta.shape[1:]),
+                                    generator=torch.Generator().manual_seed(cfg.seed))
+    history = inversion.train_decoder(decoder, feats, normalised(task["train"][0], *task["norm"]).to(device),
+                                      task["sigma"], cfg.decoder_epochs,
+                                      generator=torch.Generator().manual_seed(cfg.seed), device=str(device),
+                                      progress=False)
+    optimised = inversion.invert_by_optimisation(feats, releases.observed, releases.mean_image,
+                                                 steps=cfg.inversion_steps, lr=0.05, bounds=(releases.lo, releases.hi))
+    reconstructions = {
+        "Gauss–Newton (locally unbiased)": inversion.linearised_estimator(feats, releases.observed,
+                                                                          releases.mean_image, rcond=1e-3,
+                                                                          iterations=3),
+        "optimisation (box)": optimised.reconstruction,
+        "decoder (trained prior)": inversion.decode(decoder, releases.observed),
+        "mean training image": releases.mean_image.expand_as(releases.truth),
+    }
+    return Attacks(reconstructions, optimised, decoder, history, time.perf_counter() - start)
+
+
+def attack_errors(task: dict, releases: Releases, attacks: Attacks, bound: np.ndarray):
+    """Each attack's error against the HCR bound of Algorithm 1 (``bound``, ``(n, ...)`` per DCT mode): the mean
+    squared error, the PSNR (pixels in [0, 1]), and per DCT mode the root-mean-square error over the ``K`` releases
+    divided by the bound on that mode (an unbiased attacker cannot go below 1, eq. 5).  Returns ``(table,
+    {attack: DCT errors (K, n, ...)})``."""
+    shape = releases.theta.shape[1:]
+    err_dct = {name: hcr.dct2((rec - releases.truth).reshape(releases.K, releases.n, *shape).double().cpu().numpy())
+               for name, rec in attacks.reconstructions.items()}
+    rows = []
+    sd = task["norm"][1]
+    for name, e in err_dct.items():
+        rmse_mode = np.sqrt(np.mean(e**2, axis=0))  # per example and mode, over the K releases
+        rows.append({"attack": name, "MSE [normalised²]": float(np.mean(e**2)),
+                     "PSNR [dB]": float(metrics.psnr(releases.truth * sd, attacks.reconstructions[name] * sd,
+                                                     data_range=1.0).mean()),
+                     "median RMSE / HCR bound": float(np.median(rmse_mode / bound)),
+                     "modes below the bound [%]": float(100 * np.mean(rmse_mode < bound))})
+    return pd.DataFrame(rows), err_dct
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# paper scale: ImageNet (Sec. 3.3, Figures 5 and 6)
+# ---------------------------------------------------------------------------------------------------------------
+@dataclass
+class ImagenetRun:
+    """:func:`imagenet_bounds`'s result: the histogram ``panels`` (all modes and the lowest 32 x 32, per size), the
+    noise level ``sigma``, and ``accuracy`` ``(clean, dithered)`` when the images have labels (else ``None``)."""
+
+    panels: dict
+    sigma: float
+    accuracy: tuple | None
+
+
+def imagenet_bounds(name: str, kappa: float, cfg: Settings, device, batch: int = 16) -> ImagenetRun:
+    """Sec. 3.3 (Figures 5 and 6): a pretrained torchvision ``name`` (``"resnet18"`` or ``"swin_t"``) split into
+    features and head, on ``cfg.imagenet_examples`` validation images at 91 px; ``sigma`` is ``kappa`` times the RMS
+    feature over those images (the authors' code: kappa 2 for ResNet-18, 3 for Swin-T).  HCR bounds for
+    ``s = 1/500`` and ``1/1000`` with ``i = 10`` (:func:`hcr.hcr_bound` in chunks of ``batch`` images, one joint LSQR
+    solve per restart: ResNet-18's BatchNorm uses the statistics of its batch, as in the authors' code, so the
+    images of a chunk are coupled), and the clean and dithered accuracy."""
+    net = models.imagenet_split_model(name).to(device)
+    images, labels = data.imagenet_val_images(cfg.imagenet_dir, cfg.imagenet_examples, models.imagenet_transform(name),
+                                              seed=cfg.seed)
+    with torch.no_grad():
+        features = torch.cat([net.features(images[b:b + batch].to(device)) for b in range(0, len(images), batch)])
+    sigma = hcr.noise_sigma(features, kappa)
+    panels = {}
+    for s_inv in (500.0, 1000.0):
+        bounds = hcr.hcr_bound(net.features, images.to(device), sigma, num_restarts=cfg.num_restarts,
+                               num_power_iterations=10, diffdiv=s_inv, solve="per_restart", chunk_size=batch,
+                               generator=torch.Generator(device=device).manual_seed(cfg.seed),
+                               progress=True).bound_dct
+        panels[f"{name}, s = 1/{s_inv:g}: all"] = bounds
+        panels[f"{name}, s = 1/{s_inv:g}: lowest 32×32"] = hcr.low_frequency(bounds, 32)
+    accuracy = None
+    if labels is not None:
+        x_all, y_all = images.to(device), labels.to(device)
+        accuracy = (train.accuracy(net, x_all, y_all, batch_size=batch),
+                    train.accuracy(net, x_all, y_all, feature_noise=sigma, batch_size=batch))
+    return ImagenetRun(panels, sigma, accuracy)

@@ -1,0 +1,117 @@
+"""The HCR chapter's pipelines (compendium.chapters.hcr): the theory checks against their closed forms, and the
+experiment pipeline end to end on tiny settings (one training epoch, two images per task, one restart), checking the
+structure of every table and the consistency of the results rather than the paper's numbers, which the notebook
+asserts at ``ci`` scale."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from compendium.bounds import hcr
+from compendium.chapters import hcr as chapter
+
+
+def test_normalised_and_histogram_mode():
+    assert chapter.normalised(torch.tensor(1.0), 0.5, 0.25).item() == pytest.approx(2.0)
+    values = np.r_[np.zeros(10), np.linspace(0.0, 1.0, 5)]
+    assert chapter.histogram_mode(values, bins=4) == pytest.approx(0.125)  # the fullest of 4 bins over [0, 1]
+
+
+def test_chi2_check_agrees_with_the_closed_form():
+    check = chapter.chi2_check(0, draws=20_000)
+    closed, quadrature = check.table["closed form (12)"].to_numpy(), check.table["quadrature"].to_numpy()
+    np.testing.assert_allclose(closed[:3], np.expm1(np.array([0.1, 1.0, 2.0]) ** 2), rtol=1e-12)
+    np.testing.assert_allclose(quadrature, closed, rtol=1e-10)
+    assert check.closed == pytest.approx(np.expm1(0.30 / 0.49), rel=1e-12)
+    assert abs(check.mc_mean - check.closed) < 5 * check.mc_se
+
+
+def test_cumulative_sum_check_closed_forms():
+    lin = chapter.cumulative_sum_check(0, draws=4000, directions=200)
+    np.testing.assert_allclose(lin.crb, np.r_[1.0, np.full(63, 2.0)], rtol=1e-10)
+    np.testing.assert_allclose(lin.eq18, 1 / (64 - np.arange(64)), rtol=1e-12)
+    for t, value in lin.along.items():
+        assert value == pytest.approx(4 * t**2 / np.expm1(2 * t**2), rel=1e-10)  # CRB x / (e^x - 1), x = 2 t^2
+    np.testing.assert_allclose(lin.table["HCR along (AᵀA)⁻¹e₁₀"], lin.table["CRB·x/(eˣ−1)"], rtol=1e-10)
+    assert lin.random_ratio <= 1.0 and lin.ols.shape == (4000, 64)
+    assert np.all(np.abs(lin.ols_var / lin.crb - 1) < 5 * np.sqrt(2 / 3999))  # OLS attains the CRB
+
+
+def test_smooth_network_limit_approaches_the_crb():
+    smooth = chapter.smooth_network_limit(0, taus=(1.0, 0.1, 0.001))
+    ratio = smooth.table["HCR / CRB"].to_numpy()
+    assert np.all(np.diff(ratio) > 0) and abs(ratio[-1] - 1) < 1e-3 and ratio[-1] <= 1 + 1e-9
+    assert smooth.eq18 < smooth.crb
+
+
+def test_algorithm1_linear_check():
+    alg = chapter.algorithm1_linear_check(chapter.cumulative_sum_check(0, draws=100, directions=10), 0)
+    assert alg.rel_err.max() < 1e-8 and alg.stationary < 1e-8
+    assert alg.efficiency.shape == (8, 8) and np.all(alg.efficiency <= 1)
+    assert abs(np.median(alg.efficiency) - alg.max25 / 8) < 0.03
+    assert alg.sv_min == pytest.approx(0.50014830906, rel=1e-9)  # 1 / (2 sin(pi / 258)) for the 64 x 64 cumsum
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """The experiment pipeline on tiny ``ci`` settings, once for the tests below."""
+    cfg = chapter.settings("ci", "cpu", 0, gray_examples=2, gray_cnn_examples=2, colour_examples=2, num_restarts=1,
+                           gray_epochs=1, colour_epochs=1, inversion_steps=5, decoder_epochs=1,
+                           power_iterations=(1, 2))
+    datasets = chapter.load_data(cfg)
+    tasks = chapter.build_tasks(cfg, datasets)
+    accuracy = chapter.train_tasks(tasks, cfg, torch.device("cpu"))
+    runs = chapter.run_bounds(tasks, cfg, torch.device("cpu"))
+    return cfg, datasets, tasks, accuracy, runs
+
+
+def test_data_and_tasks(tiny):
+    _, datasets, tasks, accuracy, _ = tiny
+    assert "digits (1297, 1, 8, 8) train / 500 test" in datasets.describe()
+    assert datasets.gray_norm == pytest.approx((0.3054, 0.3759), abs=1e-4)  # the training split's mean and sd
+    assert list(tasks) == ["gray", "gray_cnn", "colour"] and list(accuracy["task"]) == [t["title"] for t in
+                                                                                          tasks.values()]
+    for task in tasks.values():
+        assert task["x_eval"].shape[0] == 2 and task["sigma"] > 0 and 0 <= task["accuracy"][1] <= 1
+        assert task["exact"].features(task["x_eval"].double()).dtype == torch.float64
+
+
+def test_bound_runs_summary_and_modes(tiny):
+    _, _, tasks, _, runs = tiny
+    expected = {(k, label) for k in tasks for label in ("main", "limit", "i=1")}
+    assert set(runs) == expected | {("gray", "fixed atol, main s"), ("gray", "fixed atol, limit s")}
+    summary = chapter.bound_summary(runs, tasks)
+    assert len(summary) == len(runs) and {"q10", "median", "q90", "median ‖z_ε‖/‖ε‖"} <= set(summary.columns)
+    assert np.all(summary["q10"] <= summary["median"]) and np.all(summary["median"] <= summary["q90"])
+    for key, task in tasks.items():
+        res = runs[key, "main"]
+        z, bound = chapter.recompute_first_draw(task, res)
+        np.testing.assert_allclose(z, res.z_eps[0, 0], rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(bound, res.bound_dct_per_restart[0, 0], rtol=1e-9)
+    table, panels = chapter.histogram_modes(tasks, runs)
+    assert len(table) == 4 * len(tasks) and set(panels) == set(tasks)
+    assert all(len(p) == 4 for p in panels.values())
+
+
+def test_null_space_and_attacks(tiny):
+    cfg, _, tasks, _, runs = tiny
+    ranks = chapter.jacobian_ranks(tasks)
+    assert list(ranks["images"]) == [2, 2, 2]
+    gray = tasks["gray"]
+    if gray["jacobian_rank"].null_direction[0] is not None:
+        steps, mode = chapter.null_direction_steps(gray)
+        assert len(steps) == 3 and 0 <= mode < 64
+        assert np.all(steps["‖z_ε‖ / ‖a(θ)‖"] < 1e-12)
+    releases = chapter.simulate_releases(gray, cfg, torch.device("cpu"))
+    assert (releases.n, releases.K) == (2, 6) and releases.observed.shape == (12, gray["model"].feature_dim)
+    attacks = chapter.run_attacks(gray, releases, cfg, torch.device("cpu"))
+    bound = runs["gray", "main"].bound_dct[:releases.n]
+    table, err = chapter.attack_errors(gray, releases, attacks, bound)
+    assert list(table["attack"]) == list(attacks.reconstructions) and len(err) == 4
+    assert all(e.shape == (6, 2, 1, 8, 8) for e in err.values())
+    assert np.all((table["modes below the bound [%]"] >= 0) & (table["modes below the bound [%]"] <= 100))
+    # the trivial guess: its error is the spread of the images about the mean image, whatever the noise
+    mean_guess = err["mean training image"]
+    expected = hcr.dct2((releases.mean_image - releases.truth).reshape(6, 2, 1, 8, 8).double().numpy())
+    np.testing.assert_allclose(mean_guess, expected, rtol=1e-12)
