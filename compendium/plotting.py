@@ -147,8 +147,8 @@ PAPER_PREFIXES = ("paper", "Paper")
 
 class Table:
     """A result table for a notebook: shown as the styled HTML table, with a plain-text form that is the table's
-    content (a pandas ``Styler``'s own text form holds a memory address, which differs on every run and would break
-    nbval's comparison of the cell).  ``styler`` is the underlying pandas ``Styler``."""
+    content as displayed, rounded as in the HTML (a pandas ``Styler``'s own text form holds a memory address, which
+    differs on every run and would break nbval's comparison of the cell).  ``styler`` is the pandas ``Styler``."""
 
     def __init__(self, styler, frame):
         self.styler, self.frame = styler, frame
@@ -157,7 +157,7 @@ class Table:
         return self.styler.to_html()
 
     def __repr__(self) -> str:
-        return self.frame.to_string(index=False)
+        return self.styler.to_string(delimiter="  ")
 
 
 def table(frame, *, digits: int = 4, formats: dict | None = None, caption: str | None = None) -> Table:
