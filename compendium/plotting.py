@@ -163,17 +163,20 @@ class Table:
 def table(frame, *, digits: int = 4, formats: dict | None = None, caption: str | None = None) -> Table:
     """The book's one table style: a result table as an HTML table that wraps to the page (see :class:`Table`).
 
-    Numbers are shown with ``digits`` significant digits (``formats`` maps a column to a format string or callable
-    instead), missing values as "—", the index hidden; columns named ``paper...`` are shaded so that a paper's
+    Numbers are shown with ``digits`` significant digits, never broken across lines (``formats`` maps a column to a
+    format string or callable instead), missing values as "—", the index hidden; columns named ``paper...`` are shaded so that a paper's
     value reads as the neighbour of ours (put them next to each other in ``frame``).  Cell padding and the page
     width come from ``book/_static/custom.css``.  The table's HTML id is derived from its content, so a re-executed
     notebook produces the same output (nbval compares it)."""
     import hashlib
 
+    def number(value, d=digits):  # a non-breaking hyphen in negative exponents keeps "8.3e-07" on one line
+        return f"{value:.{d}g}".replace("e-", "e\u2011")
+
     formats = dict(formats or {})
     for column in frame.columns:
         if column not in formats and frame[column].dtype.kind in "fc":
-            formats[column] = f"{{:.{digits}g}}"
+            formats[column] = number
     styler = frame.style.format(formats, na_rep="—").hide(axis="index")
     paper = [c for c in frame.columns if str(c).startswith(PAPER_PREFIXES)]
     if paper:

@@ -117,11 +117,3 @@ def test_figure6_scenarios():
     assert np.allclose(table6[4]["MSE"] / table6[0]["MSE"], 255**2, rtol=1e-3)
     assert len(chapter.figure6_summary(table6)) == 12
     plt.close(chapter.plot_figure6(five, tiles))
-
-
-def test_table_formats_keep_exponents_on_one_line():
-    import pandas as pd
-
-    frame = pd.DataFrame({"N": [4], "p": [8.3216e-07], "label": ["x"]})
-    formats = chapter.formats(frame)
-    assert set(formats) == {"p"} and formats["p"](8.3216e-07) == "8.322e\u201107"

@@ -180,11 +180,13 @@ return {
 """
 
 # Everything a reader must see whole: the outputs of code cells (tables, printed lines) and the theorem boxes with
-# their equations. An element whose content is wider than its box is cut off or hidden behind a scroll bar.
+# their display equations. A block whose content is wider than its box is cut off or hidden behind a scroll bar
+# (inline math may overhang its line box by a subscript's width, which hides nothing).
 OVERFLOW = """
 const boxes = document.querySelectorAll(
   "div.cell_output, div.cell_output *, div.proof, div.proof *, div.admonition, div.admonition *");
 return [...boxes]
+  .filter((e) => !getComputedStyle(e).display.startsWith("inline") || e.matches('mjx-container[display="true"]'))
   .filter((e) => e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 2)
   .map((e) => `${e.tagName.toLowerCase()}.${[...e.classList].join(".")}: content ${e.scrollWidth} px in a `
               + `${e.clientWidth} px box: "${(e.textContent || "").trim().slice(0, 60)}"`);

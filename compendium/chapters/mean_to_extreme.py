@@ -88,15 +88,6 @@ def settings(scale: str = "book", device: str = "auto", seed: int = 0, **overrid
 # Pipelines: each computes one experiment of the notebook and returns its numbers; the notebook checks them.
 # The random generators are passed in, so that the notebook's draws come in the same order as before.
 # ---------------------------------------------------------------------------------------------------------------
-def formats(frame: pd.DataFrame, digits: int = 4) -> dict:
-    """Formats for ``plotting.table`` that keep every number of ``frame`` on one line: ``digits`` significant digits,
-    with a non-breaking hyphen in negative exponents (``8.322e‑07``), where a narrow column would otherwise wrap."""
-    def fmt(value, d=digits):
-        return f"{value:.{d}g}".replace("e-", "e\u2011")
-
-    return {column: fmt for column in frame.columns if frame[column].dtype.kind in "fc"}
-
-
 def generators(cfg: Settings, device) -> tuple[np.random.Generator, torch.Generator, torch.Generator]:
     """The chapter's three random streams, all seeded with ``cfg.seed``: numpy (the synthetic targets), torch on
     ``device`` (the opacus attacks) and torch on the CPU (the memory-light sampler of the Monte-Carlo checks)."""

@@ -1,0 +1,33 @@
+"""compendium.plotting: the book's one table style and figure style."""
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from compendium import plotting  # noqa: E402
+
+
+def test_table_numbers_stay_on_one_line_and_paper_columns_are_shaded():
+    frame = pd.DataFrame({"N": [4, 10], "ours": [8.3216e-07, np.nan], "paper ours": [8.3e-07, 0.1], "label": ["a", "b"]})
+    table = plotting.table(frame, digits=4)
+    html = table._repr_html_()
+    assert "8.322e\u201107" in html and "—" in html  # non-breaking hyphen; missing values as a dash
+    assert "background-color: #f1f1f4" in html and html.count("_col2") >= 2  # the paper's column is shaded
+    assert 'class="compendium-table"' in html
+
+
+def test_table_output_is_the_same_on_every_run():
+    frame = pd.DataFrame({"x": [1.23456789, 2.0]})
+    first, second = plotting.table(frame, digits=3), plotting.table(frame.copy(), digits=3)
+    assert first._repr_html_() == second._repr_html_()  # content-derived ids: nbval compares the HTML
+    assert repr(first) == repr(second) and "1.23" in repr(first) and "0x" not in repr(first)
+
+
+def test_set_style_gives_page_readable_text():
+    plotting.set_style()
+    assert matplotlib.rcParams["xtick.labelsize"] == plotting.FONT == matplotlib.rcParams["axes.labelsize"]
+    assert plotting.WIDTH <= 7.5
