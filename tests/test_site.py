@@ -186,7 +186,8 @@ OVERFLOW = """
 const boxes = document.querySelectorAll(
   "div.cell_output, div.cell_output *, div.proof, div.proof *, div.admonition, div.admonition *");
 return [...boxes]
-  .filter((e) => !getComputedStyle(e).display.startsWith("inline") || e.matches('mjx-container[display="true"]'))
+  .filter((e) => e.tagName === "MJX-CONTAINER" ? e.getAttribute("display") === "true"
+                                               : !getComputedStyle(e).display.startsWith("inline"))
   .filter((e) => e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 2)
   .map((e) => `${e.tagName.toLowerCase()}.${[...e.classList].join(".")}: content ${e.scrollWidth} px in a `
               + `${e.clientWidth} px box: "${(e.textContent || "").trim().slice(0, 60)}"`);
