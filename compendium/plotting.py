@@ -178,6 +178,9 @@ def table(frame, *, digits: int = 4, formats: dict | None = None, caption: str |
         if column not in formats and frame[column].dtype.kind in "fc":
             formats[column] = number
     styler = frame.style.format(formats, na_rep="—").hide(axis="index")
+    text = [c for c in frame.columns if frame[c].dtype.kind in "OSU"]
+    if text:  # words read from the left, numbers line up on the right
+        styler = styler.set_properties(subset=text, **{"text-align": "left"})
     paper = [c for c in frame.columns if str(c).startswith(PAPER_PREFIXES)]
     if paper:
         styler = styler.set_properties(subset=paper, **{"background-color": "#f1f1f4", "font-style": "italic"})
