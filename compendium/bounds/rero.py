@@ -37,10 +37,10 @@ import numpy as np
 from scipy import integrate, optimize, stats
 from scipy.fft import next_fast_len
 
-from compendium import validation
+from compendium import checks, validation
 
 __all__ = ["SubsampledGaussianTradeoff", "gaussian_tradeoff", "rero_bound", "subsampled_gaussian_tradeoff",
-           "rero_bound_subsampled", "rero_bound_edgeworth", "edgeworth_comparison", "rero_bound_glrt",
+           "rero_bound_subsampled", "likelihood_ratio_power", "rero_bound_edgeworth", "edgeworth_comparison", "rero_bound_glrt",
            "minimal_noise_multiplier_subsampled"]
 
 
@@ -187,6 +187,26 @@ def minimal_noise_multiplier_subsampled(target, *, kappa: float, sample_rate: fl
     # Brent's root is within xtol of the exact one on either side: stepping up by xtol lands on the safe side.
     xtol = np.log1p(rtol) / 2
     return float(np.exp(optimize.brentq(excess, lo, hi, xtol=xtol) + xtol))
+
+
+def likelihood_ratio_power(*, noise_multiplier: float, sample_rate: float, steps: int, kappa: float, draws: int,
+                           rng: np.random.Generator) -> tuple[float, float]:
+    """The most powerful test of "the target was in the data", simulated: ``draws`` runs of ``steps`` releases
+    ``N(b_t, sigma^2)`` with ``b_t = 0`` (absent) or ``b_t ~ Bernoulli(q)`` (present, Poisson sampling; sensitivity
+    1), the privacy-loss statistic ``sum_t log(1 - q + q exp((x_t - 1/2) / sigma^2))``, its threshold at type-I error
+    ``kappa`` from the absent runs.  Returns the power (the adversary's success) and its standard error.  The check
+    that :func:`rero_bound_subsampled` holds for the best adversary there is (and is nearly attained)."""
+
+    sigma, q = noise_multiplier, sample_rate
+    absent = rng.normal(0.0, sigma, (draws, steps))
+    present = rng.normal((rng.random((draws, steps)) < q).astype(float), sigma)
+
+    def loss(x):
+        return np.log1p(q * np.expm1((x - 0.5) / sigma**2)).sum(axis=1)
+
+    threshold = np.quantile(loss(absent), 1 - kappa)
+    power = float(np.mean(loss(present) > threshold))
+    return power, float(checks.proportion_se(power, draws) + checks.proportion_se(kappa, draws))
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -135,24 +135,6 @@ def least_squares_attacks(A: np.ndarray, feature_noise: float, releases: int, dr
 # ---------------------------------------------------------------------------------------------------------------
 # The prior-aware worst case under Poisson subsampling
 # ---------------------------------------------------------------------------------------------------------------
-def likelihood_ratio_power(*, noise_multiplier: float, sample_rate: float, steps: int, kappa: float, draws: int,
-                           rng: np.random.Generator) -> tuple[float, float]:
-    """The most powerful test of "the target was in the data", simulated: ``draws`` runs of ``steps`` releases
-    ``N(b_t, sigma^2)`` with ``b_t = 0`` (absent) or ``b_t ~ Bernoulli(q)`` (present, Poisson sampling; sensitivity
-    1), the privacy-loss statistic ``sum_t log(1 - q + q exp((x_t - 1/2) / sigma^2))``, its threshold at type-I error
-    ``kappa`` from the absent runs.  Returns the power (the adversary's success) and its standard error."""
-    sigma, q = noise_multiplier, sample_rate
-    absent = rng.normal(0.0, sigma, (draws, steps))
-    present = rng.normal((rng.random((draws, steps)) < q).astype(float), sigma)
-
-    def loss(x):
-        return np.log1p(q * np.expm1((x - 0.5) / sigma**2)).sum(axis=1)
-
-    threshold = np.quantile(loss(absent), 1 - kappa)
-    power = float(np.mean(loss(present) > threshold))
-    return power, float(checks.proportion_se(power, draws) + checks.proportion_se(kappa, draws))
-
-
 def subsampled_curves(*, sample_rates, points: int, steps: int = 1000, kappa: float = 0.01,
                       delta: float = 1e-5) -> pd.DataFrame:
     """The prior-aware worst case against epsilon for several sampling rates at ``steps`` DP-SGD steps: for each
