@@ -14,6 +14,7 @@ and moved to the device, so results do not depend on the device's random stream.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Callable, Iterable
 
 import torch
@@ -249,3 +250,121 @@ def feature_rms(model: nn.Module, x: torch.Tensor, batch_size: int = 1024, devic
     finally:
         model.train(was_training)
     return math.sqrt(total / count)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The batched variant: many small linear heads trained at once
+# ---------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LinearHeads:
+    """``K`` linear classifier heads ``logits = W_k x + b_k``: ``weight`` of shape (K, classes, features), ``bias``
+    (K, classes)."""
+
+    weight: torch.Tensor
+    bias: torch.Tensor
+
+    def __len__(self) -> int:
+        return self.weight.shape[0]
+
+    def flat(self) -> torch.Tensor:
+        """The parameters as the paper's attack sees them, (K, classes * features + classes): each head's weight
+        row-major, then its bias (``torch.cat([p.flatten() for p in head.parameters()])`` of an ``nn.Linear``)."""
+        return torch.cat([self.weight.flatten(1), self.bias], dim=1)
+
+    def logits(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits (K, B, classes) of inputs ``x``: (B, features), the same for every head, or (K, B, features)."""
+        pattern = "bf,kcf->kbc" if x.ndim == 2 else "kbf,kcf->kbc"
+        return torch.einsum(pattern, x, self.weight) + self.bias[:, None, :]
+
+    def accuracy(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Each head's accuracy (K,) on the shared inputs ``x`` (B, features) with labels ``y`` (B,)."""
+        with torch.no_grad():
+            return (self.logits(x.to(self.weight)).argmax(-1) == y.to(self.weight.device)).double().mean(1)
+
+
+def fit_linear_heads(features: torch.Tensor, labels: torch.Tensor, *, num_classes: int, steps: int, lr: float,
+                     weight_decay: float, init_std: float, generator: torch.Generator,
+                     noise_multiplier: float | None = None, max_grad_norm: float | None = None,
+                     sample_rate: float = 1.0, device: str = "auto", progress: bool = False) -> LinearHeads:
+    """Train ``K`` linear softmax heads at once, head ``k`` on its own ``N`` examples ``features[k]`` (K, N, F) with
+    labels ``labels[k]`` (K, N): the batched variant of :func:`fit` for the transfer-learning chapter's shadow models
+    (Maciazek & Allison 2025, Algorithm 1 and Appendix D.2).
+
+    Each head starts from weights i.i.d. ``N(0, init_std^2)`` and zero biases (the paper's Table 3) and takes
+    ``steps`` gradient steps of cross-entropy with coupled weight decay, ``theta <- theta - lr (g + weight_decay
+    theta)`` on weights and biases (PyTorch's ``SGD(weight_decay=...)``):
+
+    * without ``noise_multiplier``: full-batch gradient descent, ``g`` the mean gradient over the ``N`` examples
+      (one step per epoch, the paper's non-private recipe);
+    * with ``noise_multiplier`` and ``max_grad_norm``: DP-SGD as opacus runs it (Appendix E): every example joins the
+      step's batch with probability ``sample_rate`` (Poisson sampling), its gradient ``g_i`` is clipped to
+      ``g_i min(1, C / (||g_i|| + 1e-6))``, Gaussian noise ``N(0, sigma^2 C^2)`` is added to their sum, and the sum is
+      divided by the expected batch size ``sample_rate * N`` (opacus' ``loss_reduction="mean"``).
+
+    All ``K`` heads run as one batched computation (batched matmuls over heads): the gradient of a linear softmax head
+    is exact in closed form, ``dL/dW = (softmax(z) - onehot(y))^T x``, and a per-example gradient's norm is
+    ``||softmax(z_i) - onehot(y_i)|| sqrt(||x_i||^2 + 1)``, so no per-example gradient is ever materialised (opacus'
+    own Linear grad sampler forms them; the test suite checks the two updates agree).  Without DP the weights stay
+    in the span of the initial weights and the examples, and the steps run on the ``N x N`` Gram matrices.  The initial weights,
+    the batch masks and the noise are drawn from ``generator`` (on its device) in that order, step by step.
+    """
+    if not (isinstance(features, torch.Tensor) and features.ndim == 3 and features.dtype.is_floating_point):
+        raise ValueError(f"features={getattr(features, 'shape', features)!r}; allowed: a float tensor (K, N, F)")
+    if not (isinstance(labels, torch.Tensor) and labels.shape == features.shape[:2]
+            and not labels.dtype.is_floating_point):
+        raise ValueError(f"labels of shape {tuple(getattr(labels, 'shape', ()))}; allowed: integer class indices of "
+                         f"shape {tuple(features.shape[:2])} (K, N)")
+    validation.integer("num_classes", num_classes, minimum=2)
+    if labels.numel() and (labels.min() < 0 or labels.max() >= num_classes):
+        raise ValueError(f"labels in [{int(labels.min())}, {int(labels.max())}]; allowed: 0..{num_classes - 1}")
+    validation.integer("steps", steps)
+    lr = validation.positive("lr", lr)
+    validation.number("weight_decay", weight_decay, at_least=0.0)
+    validation.number("init_std", init_std, at_least=0.0)
+    validation.generator("generator", generator)
+    private = noise_multiplier is not None
+    if private:
+        validation.number("noise_multiplier", noise_multiplier, at_least=0.0)
+        validation.positive("max_grad_norm", max_grad_norm)
+        validation.number("sample_rate", sample_rate, above=0.0, at_most=1.0, what="Poisson sampling rate")
+    elif max_grad_norm is not None or sample_rate != 1.0:
+        raise ValueError("max_grad_norm and sample_rate are DP-SGD settings; allowed only with a noise_multiplier")
+    dev = resolve_device(device)
+    gen_dev = generator.device
+    K, N, F = features.shape
+    x = features.to(dev)
+    onehot = nn.functional.one_hot(labels.to(dev), num_classes).to(x.dtype)
+    init = torch.randn(K, num_classes, F, generator=generator, device=gen_dev).to(dev, x.dtype) * init_std
+    x_t = x.transpose(1, 2).contiguous()
+    decay = 1.0 - lr * weight_decay
+    if not private:
+        # Full-batch GD keeps (W_t, b_t) = decay^t (W_0, 0) + A_t^T (x, 1) (every gradient is a residual times the
+        # examples with a constant 1 appended), so the logits are decay^t x W_0^T + (x x^T + 1) A_t: each step
+        # multiplies by the N x N Gram matrix instead of the F-wide weights, F / N times fewer operations (the kernel
+        # form of gradient descent; exact up to rounding).
+        gram, start_logits = torch.baddbmm(torch.ones(1, 1, 1, device=dev, dtype=x.dtype), x, x_t), \
+            torch.bmm(x, init.transpose(1, 2))
+        coef = torch.zeros(K, N, num_classes, device=dev, dtype=x.dtype)
+        for step in tqdm(range(steps), desc="shadow heads", unit="step", disable=not progress):
+            residual = torch.softmax(torch.baddbmm(start_logits, gram, coef, beta=decay ** step), -1).sub_(onehot)
+            coef.mul_(decay).sub_(residual, alpha=lr / N)
+        weight = torch.bmm(x_t, coef).add_(init.transpose(1, 2), alpha=decay ** steps)
+        bias = coef.sum(1, keepdim=True)
+    else:
+        x_norm = torch.sqrt((x ** 2).sum(-1) + 1.0)  # ||(x_i, 1)||, the per-example gradient norm's data factor
+        weight = init.transpose(1, 2).contiguous()  # (K, F, classes): both products are plain batched matmuls
+        bias = torch.zeros(K, 1, num_classes, device=dev, dtype=x.dtype)
+        noise_scale, scale = noise_multiplier * max_grad_norm, lr / (sample_rate * N)
+        for _ in tqdm(range(steps), desc="shadow heads", unit="step", disable=not progress):
+            residual = torch.softmax(torch.baddbmm(bias, x, weight), -1).sub_(onehot)  # (K, N, classes)
+            batch = torch.rand(K, N, generator=generator, device=gen_dev).to(dev) < sample_rate
+            factor = (max_grad_norm / (residual.norm(dim=-1) * x_norm + 1e-6)).clamp(max=1.0) * batch
+            residual.mul_(factor[..., None])
+            noise_w = torch.randn(K, num_classes, F, generator=generator, device=gen_dev).to(dev, x.dtype)
+            noise_b = torch.randn(K, num_classes, generator=generator, device=gen_dev).to(dev, x.dtype)
+            grad_w = torch.bmm(x_t, residual).add_(noise_w.transpose(1, 2), alpha=noise_scale)
+            grad_b = residual.sum(1, keepdim=True).add_(noise_b[:, None], alpha=noise_scale)
+            weight.mul_(decay).sub_(grad_w, alpha=scale)
+            bias.mul_(decay).sub_(grad_b, alpha=scale)
+    weight, bias = weight.transpose(1, 2).contiguous(), bias[:, 0]
+    return LinearHeads(weight, bias)

@@ -108,3 +108,104 @@ def test_train_and_accuracy_reject_bad_data():
     with pytest.raises(ValueError, match="features"):
         train.accuracy(plain, x, torch.zeros(4, dtype=torch.long), feature_noise=1.0)
     assert 0.0 <= train.accuracy(plain, x, torch.zeros(4, dtype=torch.long)) <= 1.0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# fit_linear_heads: the batched variant for many small heads
+# ---------------------------------------------------------------------------------------------------------------
+def _head_problem(K=3, N=6, F=5, C=3, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(K, N, F, generator=g)
+    y = torch.randint(C, (K, N), generator=g)
+    return x, y
+
+
+def test_linear_heads_equal_one_torch_sgd_per_head():
+    """Full-batch GD of K heads at once equals K separate nn.Linear heads trained by torch.optim.SGD(weight_decay)
+    on cross-entropy, started from the same initial weights."""
+    x, y = _head_problem()
+    heads = train.fit_linear_heads(x, y, num_classes=3, steps=7, lr=0.3, weight_decay=1e-2, init_std=0.5,
+                                   generator=torch.Generator().manual_seed(1), device="cpu")
+    init = torch.randn(3, 3, 5, generator=torch.Generator().manual_seed(1)) * 0.5
+    for k in range(3):
+        layer = torch.nn.Linear(5, 3)
+        with torch.no_grad():
+            layer.weight.copy_(init[k])
+            layer.bias.zero_()
+        opt = torch.optim.SGD(layer.parameters(), lr=0.3, weight_decay=1e-2)
+        for _ in range(7):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(layer(x[k]), y[k]).backward()
+            opt.step()
+        torch.testing.assert_close(heads.weight[k], layer.weight.detach(), rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(heads.bias[k], layer.bias.detach(), rtol=1e-5, atol=1e-6)
+    flat = heads.flat()
+    assert flat.shape == (3, 3 * 5 + 3)
+    torch.testing.assert_close(flat[1], torch.cat([heads.weight[1].flatten(), heads.bias[1]]))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_dp_linear_head_step_equals_opacus(seed):
+    """One DP-SGD step of a head equals opacus' (GradSampleModule + DPOptimizer, expected batch q N, mean loss) on the
+    same Poisson batch and the same noise draw: opacus draws its noise from a generator at the state ours has after
+    the initial weights and the batch mask."""
+    from opacus import GradSampleModule
+    from opacus.optimizers import DPOptimizer
+
+    N, F, C, q, clip, sigma, lr, wd = 8, 5, 3, 0.5, 0.7, 1.3, 0.2, 1e-3
+    x, y = _head_problem(K=1, N=N, F=F, C=C, seed=seed)
+    heads = train.fit_linear_heads(x, y, num_classes=C, steps=1, lr=lr, weight_decay=wd, init_std=0.3,
+                                   generator=torch.Generator().manual_seed(seed), noise_multiplier=sigma,
+                                   max_grad_norm=clip, sample_rate=q, device="cpu")
+    g = torch.Generator().manual_seed(seed)
+    init = torch.randn(1, C, F, generator=g) * 0.3
+    mask = torch.rand(1, N, generator=g)[0] < q
+    layer = torch.nn.Linear(F, C)
+    with torch.no_grad():
+        layer.weight.copy_(init[0])
+        layer.bias.zero_()
+    model = GradSampleModule(layer)
+    opt = DPOptimizer(torch.optim.SGD(model.parameters(), lr=lr, weight_decay=wd), noise_multiplier=sigma,
+                      max_grad_norm=clip, expected_batch_size=int(q * N), generator=g)
+    opt.zero_grad()
+    loss = torch.nn.functional.cross_entropy(model(x[0][mask]), y[0][mask], reduction="sum") / mask.sum()
+    loss.backward()
+    opt.step()
+    torch.testing.assert_close(heads.weight[0], layer.weight.detach(), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(heads.bias[0], layer.bias.detach(), rtol=1e-5, atol=1e-6)
+
+
+def test_dp_heads_reduce_to_gd_without_noise_clipping_or_sampling():
+    x, y = _head_problem()
+    kwargs = dict(num_classes=3, steps=4, lr=0.1, weight_decay=0.0, init_std=0.1, device="cpu")
+    plain = train.fit_linear_heads(x, y, generator=torch.Generator().manual_seed(3), **kwargs)
+    # q = 1 draws a mask that keeps everything; a huge clipping norm never clips; sigma = 0 adds nothing
+    private = train.fit_linear_heads(x, y, generator=torch.Generator().manual_seed(3), noise_multiplier=0.0,
+                                     max_grad_norm=1e9, sample_rate=1.0, **kwargs)
+    torch.testing.assert_close(plain.weight, private.weight, rtol=1e-5, atol=1e-7)
+
+
+def test_linear_heads_are_deterministic_and_learn():
+    x, y = _head_problem(K=4, N=20, F=6, C=2, seed=5)
+    x = x + 2.0 * torch.nn.functional.one_hot(y, 6).float()  # separable: class c raises feature c
+    kwargs = dict(num_classes=2, steps=200, lr=0.5, weight_decay=0.0, init_std=0.01, device="cpu")
+    a = train.fit_linear_heads(x, y, generator=torch.Generator().manual_seed(0), **kwargs)
+    b = train.fit_linear_heads(x, y, generator=torch.Generator().manual_seed(0), **kwargs)
+    assert torch.equal(a.weight, b.weight)
+    assert float(a.accuracy(x[0], y[0])[0]) == 1.0
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(steps=0), "steps=0"),
+    (dict(lr=-1.0), "lr=-1.0"),
+    (dict(noise_multiplier=-0.5, max_grad_norm=1.0), "noise_multiplier=-0.5"),
+    (dict(noise_multiplier=1.0, max_grad_norm=1.0, sample_rate=1.5), "sample_rate=1.5"),
+    (dict(max_grad_norm=1.0), "allowed only with a noise_multiplier"),
+    (dict(num_classes=2), "labels in"),
+])
+def test_linear_heads_refuse_bad_input(kwargs, message):
+    x, y = _head_problem()
+    options = dict(num_classes=3, steps=2, lr=0.1, weight_decay=0.0, init_std=0.1,
+                   generator=torch.Generator().manual_seed(0), device="cpu") | kwargs
+    with pytest.raises(ValueError, match=message):
+        train.fit_linear_heads(x, y, **options)

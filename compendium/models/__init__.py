@@ -9,6 +9,7 @@ from compendium.models.classifiers import (
     init_parameters,
 )
 from compendium.models.decoders import FeatureDecoder
+from compendium.models.reconstructors import MLPReconstructor, ResidualReconstructor
 from compendium.models.pretrained import (
     IMAGENET_NORMALIZATION,
     ImageNetTransform,
@@ -19,5 +20,5 @@ from compendium.models.pretrained import (
 )
 
 __all__ = ["CIFAR_NORMALIZATION", "IMAGENET_NORMALIZATION", "MNIST_NORMALIZATION", "CifarCNN", "FeatureDecoder",
-           "ImageNetTransform", "MnistMLP", "PretrainedUnavailable", "SplitClassifier", "TorchvisionMissing", "imagenet_split_model",
-           "imagenet_transform", "init_parameters"]
+           "ImageNetTransform", "MLPReconstructor", "MnistMLP", "PretrainedUnavailable", "SplitClassifier", "TorchvisionMissing", "imagenet_split_model",
+           "imagenet_transform", "init_parameters", "ResidualReconstructor"]

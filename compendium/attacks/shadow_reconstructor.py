@@ -1,0 +1,222 @@
+"""The weak adversary's reconstruction attack on small transfer-learned heads (Maciazek & Allison 2025, Sections 2-3
+and Appendix A): shadow training sets, weight statistics, the reconstructor's soft-min loss and its evaluation.
+
+The adversary knows the released head weights ``theta``, the training recipe and the data prior, not the data.  It
+
+1. samples many balanced training sets of ``N = C M`` images from a public pool and trains a head on each, exactly as
+   the victim's head was trained (Algorithm 1; the heads are trained by :func:`compendium.train.fit_linear_heads`);
+2. standardises the weights with their mean and per-coordinate standard deviation (:class:`WeightStatistics`,
+   Section 3.1) and trains a reconstructor network ``R(theta, c)`` that outputs one image close to *some* training
+   image of class ``c``, with the soft-min loss Eq. (3) (:func:`softmin_loss`, :func:`train_reconstructor`);
+3. is scored by the min-MSE tables of Algorithm 3 (:func:`min_mse_table`): under ``H0`` the reconstruction from a
+   head is compared with that head's own class-``c`` images; under ``H1`` a reconstruction from random weights
+   ``N(0, Cov~)`` (the standardised weights' correlation matrix, the paper's surrogate for an independent head)
+   with the same images; under ``H1*`` a random image of the prior (Appendix A.1).  A reconstruction succeeds when
+   the min-MSE is at most ``tau``: TPR and FPR of Definition 1, Eqs. (1)-(2) (:func:`rates`), at the nearest-neighbour
+   threshold of Section 2 (:func:`nearest_neighbour_threshold`) or at the threshold where FPR = 0.01
+   (:func:`tpr_at_fpr`).
+
+Images are in the paper's range [-1, 1] here (``X / 127.5 - 1``), so that MSEs, ``tau_NN`` and the logit transform
+``phi = log((l/4) / (1 - l/4))`` of Appendix A.1 are on the paper's scale.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from compendium import train, validation
+
+
+def _generator(generator) -> torch.Generator:
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator={generator!r}; allowed: a torch.Generator (the attack's draws are seeded)")
+    return generator
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Algorithm 1: balanced training sets
+# ---------------------------------------------------------------------------------------------------------------
+def balanced_sets(labels: torch.Tensor, *, per_class: int, count: int, num_classes: int,
+                  generator: torch.Generator) -> torch.Tensor:
+    """``count`` balanced training sets drawn from a pool with ``labels``: indices of shape (count, num_classes,
+    per_class), set ``k``'s class-``c`` images ``[k, c]``, ``per_class`` distinct images of class ``c`` drawn uniformly
+    without replacement, independently for every set (``N = num_classes * per_class``; Algorithm 1, "sample D_k").
+    """
+    validation.integer("per_class", per_class)
+    validation.integer("count", count)
+    validation.integer("num_classes", num_classes, minimum=2)
+    _generator(generator)
+    out = torch.empty(count, num_classes, per_class, dtype=torch.long)
+    for c in range(num_classes):
+        members = torch.nonzero(labels.cpu() == c).flatten()
+        if len(members) < per_class:
+            raise ValueError(f"class {c} has {len(members)} images in the pool; allowed: at least "
+                             f"per_class={per_class}")
+        keys = torch.rand(count, len(members), generator=generator, device=generator.device).cpu()
+        out[:, c] = members[keys.topk(per_class, dim=1).indices]  # the smallest-key subset is a uniform draw
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Section 3.1: weight statistics and the Gaussian surrogate
+# ---------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class WeightStatistics:
+    """Mean, standard deviation and correlation matrix of the training shadow weights (float64; the biased ``1/K``
+    covariance of Section 3.1).  ``standardise`` maps weights to ``(theta - mean) / std``; the correlation matrix is
+    the covariance ``Cov~`` of the standardised weights, from which :meth:`surrogate` draws the random weights that
+    estimate the false-positive rate (Algorithms 2-3)."""
+
+    mean: torch.Tensor
+    std: torch.Tensor
+    correlation: torch.Tensor
+
+    @classmethod
+    def fit(cls, weights: torch.Tensor) -> "WeightStatistics":
+        if not (isinstance(weights, torch.Tensor) and weights.ndim == 2 and weights.shape[0] >= 2):
+            raise ValueError(f"weights of shape {tuple(getattr(weights, 'shape', ()))}; allowed: (K, D) with K >= 2")
+        w = weights.double().cpu()
+        mean = w.mean(0)
+        centred = w - mean
+        cov = centred.T @ centred / w.shape[0]
+        std = cov.diagonal().sqrt().clamp(min=1e-12)  # no coordinate of a trained head has zero variance
+        return cls(mean, std, cov / std[:, None] / std[None, :])
+
+    def standardise(self, weights: torch.Tensor) -> torch.Tensor:
+        """``(theta - mean) / std`` as float32."""
+        return ((weights.double().cpu() - self.mean) / self.std).float()
+
+    def surrogate(self, count: int, generator: torch.Generator, jitter: float = 1e-5) -> torch.Tensor:
+        """``count`` draws of ``N(0, Cov~ + jitter I)`` (already standardised; float32), by a Cholesky factor.  The
+        jitter ``1e-5 I`` is the authors' code's."""
+        validation.integer("count", count)
+        _generator(generator)
+        factor = torch.linalg.cholesky(self.correlation + jitter * torch.eye(len(self.std), dtype=torch.float64))
+        z = torch.randn(count, len(self.std), generator=generator, device=generator.device,
+                        dtype=torch.float64).cpu()
+        return (z @ factor.T).float()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Eq. (3): the soft-min reconstruction loss
+# ---------------------------------------------------------------------------------------------------------------
+def reconstruction_errors(reconstruction: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """``l_i = (MSE + MAE) / 2`` between each reconstruction (B, ...) and each of its ``M`` targets (B, M, ...),
+    means over pixels and channels: shape (B, M) (Section 3.1, the MNIST loss without LPIPS)."""
+    diff = (reconstruction[:, None] - targets).flatten(2)
+    return 0.5 * ((diff ** 2).mean(-1) + diff.abs().mean(-1))
+
+
+def softmin_loss(errors: torch.Tensor, alpha: float = 100.0) -> torch.Tensor:
+    """Eq. (3): ``sum_i l_i exp(-alpha l_i) / sum_i exp(-alpha l_i)`` over the last dimension, the errors weighted by
+    ``softmax(-alpha l)``, which is computed stably (shifted by the minimum).  It lies between the minimum
+    (``alpha -> infinity``) and the mean (``alpha -> 0``); its gradient is ``w_j (1 - alpha (l_j - L))``."""
+    alpha = validation.positive("alpha", alpha)
+    return (errors * torch.softmax(-alpha * errors, dim=-1)).sum(-1)
+
+
+def condition(weights: torch.Tensor, classes: torch.Tensor, num_classes: int) -> torch.Tensor:
+    """The conditional reconstructor's input: standardised weights (B, D) concatenated with ``onehot(c)`` (B, C)."""
+    return torch.cat([weights, nn.functional.one_hot(classes, num_classes).to(weights.dtype)], dim=1)
+
+
+def train_reconstructor(model: nn.Module, weights: torch.Tensor, sets: torch.Tensor, pool: torch.Tensor, *,
+                        epochs: int, generator: torch.Generator, alpha: float = 100.0, lr: float = 2e-4,
+                        batch_size: int = 32, device: str = "auto", progress: bool = True) -> dict[str, list[float]]:
+    """Train the conditional reconstructor (Section 3.1) through :func:`compendium.train.fit`: Adam (lr 2e-4, batches
+    of 32 shadow models), each batch element with a class ``c`` drawn uniformly, input ``(theta_k, onehot(c))``,
+    loss Eq. (3) over the ``M`` class-``c`` images of ``D_k``.  ``weights`` (K, D) are standardised shadow weights,
+    ``sets`` (K, C, M) the indices of their training images in ``pool`` (images in [-1, 1]); the images are looked
+    up batch by batch, so the ``K`` sets' images are never held in memory at once."""
+    _generator(generator)
+    if weights.ndim != 2 or sets.ndim != 3 or weights.shape[0] != sets.shape[0]:
+        raise ValueError(f"weights {tuple(weights.shape)} and sets {tuple(sets.shape)}; allowed: (K, D) and "
+                         "(K, C, M) with the same K")
+    num_classes = sets.shape[1]
+
+    def loss_fn(net: nn.Module, batch: tuple) -> torch.Tensor:
+        theta, members = batch
+        classes = torch.randint(num_classes, (len(theta),), generator=generator, device=generator.device)
+        classes = classes.to(theta.device)
+        targets = pool[members[torch.arange(len(theta), device=members.device), classes].cpu()].to(theta.device)
+        out = net(condition(theta, classes, num_classes))
+        return softmin_loss(reconstruction_errors(out, targets), alpha).mean()
+
+    return train.fit(model, loss_fn, (weights, sets), epochs=epochs, optimizer="adam", lr=lr, weight_decay=0.0,
+                     batch_size=batch_size, generator=generator, device=device, progress=progress,
+                     desc="reconstructor")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Algorithm 3 and Definition 1: min-MSE tables, rates, thresholds
+# ---------------------------------------------------------------------------------------------------------------
+def min_mse(candidates: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Eq. (4): the smallest MSE (over pixels and channels) between each candidate (B, ...) and its ``M`` targets
+    (B, M, ...): shape (B,)."""
+    return ((candidates[:, None] - targets) ** 2).flatten(2).mean(-1).min(-1).values
+
+
+@torch.no_grad()
+def min_mse_table(model: nn.Module, weights: torch.Tensor, images: torch.Tensor, batch_size: int = 4096) -> torch.Tensor:
+    """Algorithm 3's table ``H[k, c] = min_{Z in D_k^c} MSE(Z, R(theta_k, c))`` for weights (K, D) against the images
+    (K, C, M, ...) of each set (float64, (K, C)).  With the heads' own weights it is the ``H0`` table; with surrogate
+    weights (one draw per ``k``, reused for every class, as in Algorithm 3) the ``H1`` table."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    K, C = images.shape[:2]
+    table = torch.empty(K, C, dtype=torch.float64)
+    try:
+        for start in range(0, K, batch_size):
+            theta = weights[start:start + batch_size].to(device)
+            for c in range(C):
+                classes = torch.full((len(theta),), c, dtype=torch.long, device=device)
+                out = model(condition(theta, classes, C)).cpu()
+                table[start:start + batch_size, c] = min_mse(out, images[start:start + batch_size, c]).double()
+    finally:
+        model.train(was_training)
+    return table
+
+
+def prior_table(pool: torch.Tensor, images: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """The ``H1*`` table of Appendix A.1: for every set ``k`` and class ``c``, the min-MSE of one image drawn uniformly
+    from ``pool`` (a "reconstruction" that is a random draw from the prior) against the set's class-``c`` images."""
+    _generator(generator)
+    K, C = images.shape[:2]
+    draws = torch.randint(len(pool), (K, C), generator=generator, device=generator.device).cpu()
+    return min_mse(pool[draws].flatten(0, 1), images.flatten(0, 1)).double().reshape(K, C)
+
+
+def nearest_neighbour_threshold(validation_images: torch.Tensor, train_images: torch.Tensor) -> float:
+    """``tau_NN`` of Section 2: the mean over validation images of the MSE to their nearest training image."""
+    v, t = validation_images.flatten(1).double(), train_images.flatten(1).double()
+    squared = (v ** 2).sum(1)[:, None] + (t ** 2).sum(1)[None] - 2 * v @ t.T
+    return float((squared.clamp(min=0).min(1).values / v.shape[1]).mean())
+
+
+def rates(h0: torch.Tensor, h1: torch.Tensor, tau: float) -> tuple[float, float]:
+    """Definition 1 by Monte Carlo: ``(TPR, FPR) = (mean(H0 <= tau), mean(H1 <= tau))`` over all entries."""
+    return float((h0 <= tau).double().mean()), float((h1 <= tau).double().mean())
+
+
+def fpr_threshold(h1: torch.Tensor, fpr: float = 0.01) -> float:
+    """The threshold at which the empirical FPR is ``fpr``: the ``fpr`` quantile of the pooled ``H1`` values."""
+    validation.probability("fpr", fpr)
+    return float(np.quantile(h1.double().numpy().ravel(), fpr))
+
+
+def tpr_at_fpr(h0: torch.Tensor, h1: torch.Tensor, fpr: float = 0.01) -> float:
+    """Table 1's "TPR at FPR = 0.01": the fraction of ``H0`` values at most :func:`fpr_threshold`."""
+    return float((h0 <= fpr_threshold(h1, fpr)).double().mean())
+
+
+def empirical_roc(h0: torch.Tensor, h1: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """The cumulative ROC of Appendix A.1, (FPR, TPR) of the rule ``min-MSE <= tau`` at every observed threshold."""
+    thresholds = np.unique(np.concatenate([h0.numpy().ravel(), h1.numpy().ravel()]))
+    h0s, h1s = np.sort(h0.numpy().ravel()), np.sort(h1.numpy().ravel())
+    tpr = np.searchsorted(h0s, thresholds, side="right") / h0s.size
+    fpr = np.searchsorted(h1s, thresholds, side="right") / h1s.size
+    return np.concatenate([[0.0], fpr]), np.concatenate([[0.0], tpr])

@@ -1,0 +1,488 @@
+"""The transfer-learning chapter (Maciazek & Allison 2025, "Vulnerability of transfer-learned neural networks to
+data reconstruction attacks in the small-data regime"): its settings at each scale and the pipelines its notebook
+calls.
+
+At ``ci`` and ``book`` scale the paper's MNIST pipeline runs on scikit-learn's bundled 8x8 digits, offline: the
+1,797 images are split once (``numpy.random.default_rng(0)`` permutation) into three disjoint pools, 500 to
+pre-train the feature extractor (the paper pre-trains on EMNIST letters, a different task; here the extractor is
+an MLP trained on digits it never shares with the attack), 800 from which the adversary draws its training shadow
+sets, and 497 for the validation shadow sets (the paper's MNIST-test).  The heads, their recipe (Table 3, MNIST
+row), Algorithms 1 and 3, the loss Eq. (3) and the thresholds are the paper's; the reconstructor is a small MLP in
+place of Table 2's generator.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import torch
+
+from compendium import data, dp, models, train, validation
+from compendium.attacks import shadow_reconstructor as attack
+from compendium.base import resolve_device
+from compendium.bounds import transfer_learned as roc
+from compendium.chapters.base import Settings as _Settings
+from compendium.chapters.base import resolve
+
+TITLE = "Vulnerability of transfer-learned networks to data reconstruction in the small-data regime"
+
+NUM_CLASSES = 10
+POOL_SIZES = {"pretrain": 500, "train": 800, "validation": 497}
+#: The paper's Table 1 (MNIST, CIFAR, CelebA rows) and defended epsilons of Section 4 (gamma = 0.015).
+PAPER_TABLE1 = {
+    "MNIST": {10: (0.636, 0.018, 0.431), 40: (0.374, 0.098, 0.052)},
+    "CIFAR": {10: (0.388, 0.063, 0.217), 40: (0.580, 0.383, 0.045)},
+    "CelebA": {10: (0.441, 0.012, 0.385), 40: (0.341, 0.102, 0.084)},
+}
+PAPER_DEFENDED_EPSILON = {("MNIST", 10): 7.2, ("MNIST", 40): 6.0, ("CIFAR", 10): 15.5, ("CIFAR", 40): 41.8}
+GAMMA = 0.015
+
+SCALES = {
+    "ci": dict(set_sizes=(10, 40), shadow_train=4000, shadow_val=200, reconstructor_steps=3000, hidden=512,
+               extractor_epochs=60, extractor_hidden=64, init_std=0.002, shadow_counts=(),
+               init_stds=(), dp_set_size=10, dp_noise_multipliers=(8.0,), dp_max_grad_norm=10.0,
+               dp_shadow_train=2000, dp_reconstructor_steps=1000),
+    "book": dict(set_sizes=(10, 40), shadow_train=20_000, shadow_val=1000, reconstructor_steps=10_000, hidden=512,
+                 extractor_epochs=60, extractor_hidden=64, init_std=0.002, shadow_counts=(1000, 5000),
+                 init_stds=(0.02, 0.2), dp_set_size=10, dp_noise_multipliers=(0.25, 0.5, 1.0, 2.0),
+                 dp_max_grad_norm=10.0, dp_shadow_train=5000, dp_reconstructor_steps=4000),
+    "paper": dict(set_sizes=(10, 40), shadow_train=2_560_000, shadow_val=10_000, reconstructor_steps=1_000_000,
+                  hidden=512, extractor_epochs=60, extractor_hidden=64, init_std=0.002,
+                  shadow_counts=(10_000, 100_000, 1_000_000), init_stds=(0.0002, 0.02, 0.2), dp_set_size=10,
+                  dp_noise_multipliers=(0.435, 0.6, 0.85, 1.23, 1.82), dp_max_grad_norm=10.0,
+                  dp_shadow_train=2_560_000, dp_reconstructor_steps=1_000_000),
+}
+
+
+@dataclass(frozen=True)
+class Settings(_Settings):
+    """Settings of the transfer-learning chapter.
+
+    ``set_sizes`` the attacked heads' training-set sizes ``N`` (multiples of the 10 classes; Table 1 uses 10 and 40);
+    ``shadow_train`` / ``shadow_val`` the numbers of training and validation shadow heads per ``N`` (the paper:
+    2.56e6 and 1e4); ``reconstructor_steps`` the reconstructor's Adam steps on batches of 32 shadow heads (rounded up
+    to whole passes over the heads; the paper about 1e6) and ``hidden`` its width;
+    ``extractor_epochs`` / ``extractor_hidden`` the feature extractor's training and feature dimension;
+    ``init_std`` the heads' initialisation (Table 3: 0.002); ``shadow_counts`` and ``init_stds`` the extra values of
+    the two factors of Section 3.2 (Fig. 3a, 3b) run at ``N = 10`` (none at ``ci``); ``dp_*`` the DP-SGD sweep of Section 4 (Fig. 4):
+    set size, noise multipliers, clipping norm, number of training shadow heads and reconstructor steps per noise
+    level.
+    """
+
+    set_sizes: tuple[int, ...]
+    shadow_train: int
+    shadow_val: int
+    reconstructor_steps: int
+    hidden: int
+    extractor_epochs: int
+    extractor_hidden: int
+    init_std: float
+    shadow_counts: tuple[int, ...]
+    init_stds: tuple[float, ...]
+    dp_set_size: int
+    dp_noise_multipliers: tuple[float, ...]
+    dp_max_grad_norm: float
+    dp_shadow_train: int
+    dp_reconstructor_steps: int
+
+    def validate(self) -> None:
+        for n in (*self.set_sizes, self.dp_set_size):
+            validation.integer("set_sizes", n, minimum=NUM_CLASSES)
+            if n % NUM_CLASSES:
+                raise ValueError(f"set_sizes={n!r}; allowed: a multiple of the {NUM_CLASSES} classes (balanced sets "
+                                 "of N = 10 M images)")
+            if n // NUM_CLASSES > 17:
+                raise ValueError(f"set_sizes={n!r}; allowed: at most 170 (the digits pools hold >= 17 images of "
+                                 "every class)")
+        validation.integer("shadow_train", self.shadow_train, minimum=2, what="K >= 2 training shadow heads")
+        validation.integer("shadow_val", self.shadow_val, minimum=1, what="K >= 1 validation shadow heads")
+        validation.integer("reconstructor_steps", self.reconstructor_steps)
+        validation.integer("dp_reconstructor_steps", self.dp_reconstructor_steps)
+        validation.integer("hidden", self.hidden)
+        validation.integer("extractor_epochs", self.extractor_epochs)
+        validation.integer("extractor_hidden", self.extractor_hidden)
+        validation.positive("init_std", self.init_std)
+        for k in self.shadow_counts:
+            validation.integer("shadow_counts", k, minimum=2)
+        for std in self.init_stds:
+            validation.positive("init_stds", std)
+        validation.grid("dp_noise_multipliers", self.dp_noise_multipliers, what="noise multipliers")
+        validation.positive("dp_max_grad_norm", self.dp_max_grad_norm)
+        validation.integer("dp_shadow_train", self.dp_shadow_train, minimum=2)
+
+
+def settings(scale: str = "book", device: str = "auto", seed: int = 0, **overrides) -> Settings:
+    """The chapter's settings: the scale's values, replaced by every override that is not ``None``."""
+    return resolve(Settings, SCALES, scale, device, seed, overrides)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Recipe (Table 3, MNIST row) and DP accounting (Section 4, Appendix E)
+# ---------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class HeadRecipe:
+    """Table 3's MNIST recipe for a head trained on ``N`` images: full-batch gradient descent for ``26 + 3N/5``
+    epochs, lr 0.01, weight decay 1e-5, weights ``N(0, init_std^2)``."""
+
+    set_size: int
+    init_std: float = 0.002
+    lr: float = 0.01
+    weight_decay: float = 1e-5
+
+    @property
+    def epochs(self) -> int:
+        return 26 + 3 * self.set_size // 5
+
+    @property
+    def dp_steps(self) -> int:
+        """DP-SGD steps as the authors' code runs them: opacus with batch size ``N - 1`` makes a data loader of two
+        batches, hence Poisson rate 1/2 and two steps per epoch."""
+        return 2 * self.epochs
+
+    @property
+    def delta(self) -> float:
+        """Section 4's ``delta = N^-1.1``."""
+        return self.set_size ** -1.1
+
+
+SHARD_SIZE = 100_000  # heads trained per batched computation (64 features x 40 images x 4 B x 1e5 = 1 GB)
+DP_SAMPLE_RATE = 0.5  # what the authors' code runs (see HeadRecipe.dp_steps); the paper states (N - 1) / N
+
+
+def epsilons(recipe: HeadRecipe, noise_multiplier: float) -> dict[str, float]:
+    """epsilon at ``delta = N^-1.1`` of the DP-SGD the code runs (q = 1/2, T = 2 n_E) from opacus' PRV and RDP
+    accountants, and the PRV value under the paper's stated rate ``q = (N - 1)/N`` with ``T = n_E``."""
+    n = recipe.set_size
+    return {"eps_prv": dp.epsilon(noise_multiplier, recipe.dp_steps, recipe.delta, DP_SAMPLE_RATE, "prv"),
+            "eps_rdp": dp.epsilon(noise_multiplier, recipe.dp_steps, recipe.delta, DP_SAMPLE_RATE, "rdp"),
+            "eps_prv_stated_q": dp.epsilon(noise_multiplier, recipe.epochs, recipe.delta, (n - 1) / n, "prv")}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Data and the feature extractor
+# ---------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Pools:
+    """The three disjoint digits pools, images (B, 1, 8, 8) in [-1, 1] and labels."""
+
+    pretrain: tuple[torch.Tensor, torch.Tensor]
+    train: tuple[torch.Tensor, torch.Tensor]
+    validation: tuple[torch.Tensor, torch.Tensor]
+
+
+def pools(cfg: Settings) -> Pools:
+    """scikit-learn's digits, permuted by ``numpy.random.default_rng(cfg.seed)`` and cut into 500 / 800 / 497 images,
+    mapped to [-1, 1] (the 0-16 gray levels ``X`` to ``X / 8 - 1``, the paper's ``X / 127.5 - 1``)."""
+    x, y = data.digits("all")
+    perm = torch.from_numpy(np.random.default_rng(cfg.seed).permutation(len(y)))
+    x, y = 2 * x[perm] - 1, y[perm]
+    a, b = POOL_SIZES["pretrain"], POOL_SIZES["pretrain"] + POOL_SIZES["train"]
+    return Pools((x[:a], y[:a]), (x[a:b], y[a:b]), (x[b:], y[b:]))
+
+
+@dataclass
+class Extractor:
+    """The frozen feature extractor: ``features(x)`` (B, F) of images in [-1, 1]; its accuracy on the validation
+    pool and its training time."""
+
+    model: models.MnistMLP
+    accuracy: float
+    seconds: float
+
+    @torch.no_grad()
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        return self.model.features(x.to(next(self.model.parameters()).device)).cpu()
+
+
+def feature_extractor(cfg: Settings, pool: Pools) -> Extractor:
+    """The "pre-trained base" (Appendix D.1's role): an MLP (64 -> F -> F -> 10, ReLU) trained with AdamW on the
+    pre-training pool only; its post-ReLU penultimate layer is the ``F``-dimensional deep feature."""
+    device = resolve_device(cfg.device)
+    model = models.MnistMLP(1, 8, NUM_CLASSES, hidden=cfg.extractor_hidden,
+                            generator=torch.Generator().manual_seed(cfg.seed))
+    start = time.perf_counter()
+    train.train_classifier(model, pool.pretrain, cfg.extractor_epochs, generator=torch.Generator().manual_seed(cfg.seed),
+                           device=cfg.device, progress=False)
+    seconds = time.perf_counter() - start
+    model.eval().requires_grad_(False)
+    acc = train.accuracy(model, pool.validation[0].to(device), pool.validation[1].to(device))
+    return Extractor(model, acc, seconds)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Algorithm 1 and the attack
+# ---------------------------------------------------------------------------------------------------------------
+def shadow_heads(features: torch.Tensor, labels: torch.Tensor, recipe: HeadRecipe, *, count: int,
+                 generator: torch.Generator, device: str = "auto", noise_multiplier: float | None = None,
+                 max_grad_norm: float | None = None, shard_size: int = SHARD_SIZE) -> tuple[torch.Tensor, torch.Tensor]:
+    """Algorithm 1 for ``count`` heads, ``shard_size`` at a time (each shard one batched computation): balanced sets
+    of ``N = recipe.set_size`` pool indices (count, 10, M) and the trained heads' flattened weights (count, D), by the
+    recipe (full-batch GD, or DP-SGD at Poisson rate 1/2 for ``2 n_E`` steps when ``noise_multiplier`` is given).
+    Only the sets and the weights are kept; a shard's features are gathered just for its training."""
+    sets = attack.balanced_sets(labels, per_class=recipe.set_size // NUM_CLASSES, count=count,
+                                num_classes=NUM_CLASSES, generator=generator)
+    options = dict(num_classes=NUM_CLASSES, lr=recipe.lr, weight_decay=recipe.weight_decay,
+                   init_std=recipe.init_std, generator=generator, device=device)
+    if noise_multiplier is None:
+        options["steps"] = recipe.epochs
+    else:
+        options.update(steps=recipe.dp_steps, noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm,
+                       sample_rate=DP_SAMPLE_RATE)
+    weights = []
+    for start in range(0, count, shard_size):
+        flat = sets[start:start + shard_size].flatten(1)
+        weights.append(train.fit_linear_heads(features[flat], labels[flat], **options).flat().cpu())
+    return sets, torch.cat(weights)
+
+
+@dataclass
+class AttackResult:
+    """One attack (one ``N``, one recipe): the min-MSE tables ``h0``, ``h1`` (Gaussian surrogate) and ``h_prior``
+    (``H1*``), each (validation heads, 10); the threshold ``tau`` (``tau_NN``); the validation heads' mean test
+    accuracy; what is needed to show reconstructions; timings."""
+
+    set_size: int
+    tau: float
+    h0: torch.Tensor
+    h1: torch.Tensor
+    h_prior: torch.Tensor
+    head_accuracy: float
+    head_accuracy_sd: float
+    reconstructor: torch.nn.Module
+    statistics: attack.WeightStatistics
+    val_weights: torch.Tensor
+    val_sets: torch.Tensor
+    surrogate_weights: torch.Tensor
+    history: dict
+    seconds: dict = field(default_factory=dict)
+
+    def summary(self) -> dict[str, float]:
+        """TPR and FPR at ``tau_NN`` (with binomial standard errors), TPR at FPR = 0.01, the Gaussian fits of
+        ``phi`` under ``H0`` and ``H1`` and Eq. (6) at FPR = 0.01 from them, the prior draws' rate at ``tau_NN``."""
+        n = self.h0.numel()
+        tpr, fpr = attack.rates(self.h0, self.h1, self.tau)
+        tpr01 = attack.tpr_at_fpr(self.h0, self.h1, 0.01)
+        fits = phi_fits(self)
+        return {"N": self.set_size, "TPR*": tpr, "TPR* SE": math.sqrt(tpr * (1 - tpr) / n), "FPR*": fpr,
+                "FPR* SE": math.sqrt(fpr * (1 - fpr) / n),
+                "TPR@FPR=0.01": tpr01, "TPR@FPR=0.01 SE": math.sqrt(tpr01 * (1 - tpr01) / n),
+                "Eq. (6) @ 0.01": float(roc.analytic_tpr(0.01, **fits)),
+                "prior FPR*": attack.rates(self.h0, self.h_prior, self.tau)[1],
+                "head accuracy": self.head_accuracy, **fits}
+
+
+def head_accuracy(weights: torch.Tensor, features: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Test accuracy (K,) of heads given by their flattened weights (K, 10 F + 10) on ``features`` (B, F)."""
+    F = features.shape[1]
+    heads = train.LinearHeads(weights[:, :NUM_CLASSES * F].reshape(-1, NUM_CLASSES, F), weights[:, NUM_CLASSES * F:])
+    return heads.accuracy(features, labels)
+
+
+def phi_fits(result: AttackResult) -> dict[str, float]:
+    """Gaussian maximum-likelihood fits (mean and biased standard deviation, as ``scipy.stats.norm.fit``) of
+    ``phi = logit(min-MSE / 4)`` under ``H0`` and ``H1`` (Appendix A.1)."""
+    phi0 = roc.min_mse_logit(result.h0.numpy().ravel())
+    phi1 = roc.min_mse_logit(result.h1.numpy().ravel())
+    return {"mu0": float(phi0.mean()), "sigma0": float(phi0.std()), "mu1": float(phi1.mean()),
+            "sigma1": float(phi1.std())}
+
+
+def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: int, shadow_train: int | None = None,
+               init_std: float | None = None, noise_multiplier: float | None = None, steps: int | None = None,
+               progress: bool = True) -> AttackResult:
+    """The whole attack for one ``N``: Algorithm 1 on the training pool (``shadow_train`` heads) and on the validation
+    pool (``cfg.shadow_val`` heads), the weight statistics, the conditional reconstructor trained with Eq. (3) for
+    ``steps`` Adam steps (default ``cfg.reconstructor_steps``, rounded up to whole passes over the heads), and
+    Algorithm 3's tables ``H0``, ``H1`` with ``H1*``.  Every draw comes from generators seeded by ``cfg.seed`` and
+    ``set_size``, so the same arguments give the same numbers.  With ``noise_multiplier`` every head (the adversary's
+    shadow heads too, as in Section 4) is trained with DP-SGD at clipping norm ``cfg.dp_max_grad_norm``."""
+    validation.integer("set_size", set_size, minimum=NUM_CLASSES)
+    if set_size % NUM_CLASSES:
+        raise ValueError(f"set_size={set_size!r}; allowed: a multiple of the {NUM_CLASSES} classes")
+    shadow_train = cfg.shadow_train if shadow_train is None else validation.integer("shadow_train", shadow_train,
+                                                                                     minimum=2)
+    steps = cfg.reconstructor_steps if steps is None else validation.integer("steps", steps)
+    recipe = HeadRecipe(set_size, cfg.init_std if init_std is None else validation.positive("init_std", init_std))
+    dp_options = {} if noise_multiplier is None else dict(noise_multiplier=validation.number(
+        "noise_multiplier", noise_multiplier, at_least=0.0), max_grad_norm=cfg.dp_max_grad_norm)
+    generator = torch.Generator().manual_seed(cfg.seed * 1000 + set_size)
+    seconds = {}
+    start = time.perf_counter()
+    train_x, train_y = pool.train
+    val_x, val_y = pool.validation
+    feats_train, feats_val = extractor.features(train_x), extractor.features(val_x)
+    train_sets, train_weights = shadow_heads(feats_train, train_y, recipe, count=shadow_train, generator=generator,
+                                           device=cfg.device, **dp_options)
+    val_sets, val_weights = shadow_heads(feats_val, val_y, recipe, count=cfg.shadow_val, generator=generator,
+                                       device=cfg.device, **dp_options)
+    seconds["shadow heads"] = time.perf_counter() - start
+    accuracy = head_accuracy(val_weights, feats_val, val_y)
+
+    statistics = attack.WeightStatistics.fit(train_weights)
+    train_w, val_w = statistics.standardise(train_weights), statistics.standardise(val_weights)
+    model = models.MLPReconstructor(train_w.shape[1] + NUM_CLASSES, tuple(train_x.shape[1:]), cfg.hidden,
+                                    generator=generator)
+    start = time.perf_counter()
+    history = attack.train_reconstructor(model, train_w, train_sets, train_x, epochs=math.ceil(steps * 32 / shadow_train),
+                                         generator=generator, device=cfg.device, progress=progress)
+    seconds["reconstructor"] = time.perf_counter() - start
+
+    surrogate = statistics.surrogate(cfg.shadow_val, generator)
+    val_images = val_x[val_sets]
+    h0 = attack.min_mse_table(model, val_w, val_images)
+    h1 = attack.min_mse_table(model, surrogate, val_images)
+    h_prior = attack.prior_table(train_x, val_images, generator)  # prior draws disjoint from the sets
+    tau = attack.nearest_neighbour_threshold(val_x, train_x)
+    return AttackResult(set_size, tau, h0, h1, h_prior, float(accuracy.mean()), float(accuracy.std()), model,
+                        statistics, val_w, val_sets, surrogate, history, seconds)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tables and figures' data
+# ---------------------------------------------------------------------------------------------------------------
+def table1(results: list[AttackResult]) -> pd.DataFrame:
+    """Table 1's counterpart: per ``N``, TPR and FPR at ``tau_NN`` and TPR at FPR = 0.01 with binomial standard
+    errors, beside the paper's MNIST values."""
+    rows = []
+    for r in results:
+        s = r.summary()
+        paper = PAPER_TABLE1["MNIST"].get(r.set_size, (np.nan,) * 3)
+        rows.append({"N": r.set_size, "TPR*": s["TPR*"], "± SE": s["TPR* SE"], "paper TPR* (MNIST)": paper[0],
+                     "FPR*": s["FPR*"], "± SE ": s["FPR* SE"], "paper FPR* (MNIST)": paper[1],
+                     "TPR@FPR=0.01": s["TPR@FPR=0.01"], "±  SE": s["TPR@FPR=0.01 SE"],
+                     "paper TPR@FPR=0.01 (MNIST)": paper[2], "head accuracy": s["head accuracy"]})
+    return pd.DataFrame(rows)
+
+
+@torch.no_grad()
+def reconstruction_examples(result: AttackResult, pool: Pools, *, heads: int, surrogate: bool = False
+                            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Figures 1 and 15: for the first ``heads`` validation heads and every class, the reconstruction (from the
+    head's weights, or from its surrogate draw when ``surrogate``; the latter are the false-positive candidates), the
+    nearest of the set's class-``c`` images, and whether the min-MSE is at most ``tau_NN``.  Returns images
+    (heads * 10, 1, 8, 8) in [0, 1] (reconstruction, nearest) and the success flags (heads * 10,)."""
+    model = result.reconstructor.eval()
+    device = next(model.parameters()).device
+    weights = (result.surrogate_weights if surrogate else result.val_weights)[:heads]
+    theta = weights.repeat_interleave(NUM_CLASSES, 0).to(device)
+    classes = torch.arange(NUM_CLASSES).repeat(heads).to(device)
+    out = model(attack.condition(theta, classes, NUM_CLASSES)).cpu()
+    members = pool.validation[0][result.val_sets[:heads]].flatten(0, 1)  # (heads * 10, M, 1, 8, 8)
+    errors = ((out[:, None] - members) ** 2).flatten(2).mean(-1)
+    nearest = members[torch.arange(len(out)), errors.argmin(1)]
+    return (out + 1) / 2, (nearest + 1) / 2, errors.min(1).values <= result.tau
+
+
+def roc_curves(result: AttackResult) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The three ROC curves of Figures 8-9 for one attack: the cumulative ROC (the rule ``min-MSE <= tau``), the
+    Neyman-Pearson ROC of the fitted Gaussians' log-likelihood ratio applied to the samples, and Eq. (6)."""
+    fits = phi_fits(result)
+    phi0 = roc.min_mse_logit(result.h0.numpy().ravel())
+    phi1 = roc.min_mse_logit(result.h1.numpy().ravel())
+
+    def llr(phi):  # Eq. (11) with the fitted parameters; large values favour H0
+        return (np.log(fits["sigma1"] / fits["sigma0"]) - (phi - fits["mu0"]) ** 2 / (2 * fits["sigma0"] ** 2)
+                + (phi - fits["mu1"]) ** 2 / (2 * fits["sigma1"] ** 2))
+
+    # the N-P rule accepts H0 when llr > C: as a "min-MSE <= tau" rule on -llr, empirical_roc traces it
+    np_fpr, np_tpr = attack.empirical_roc(torch.from_numpy(-llr(phi0)), torch.from_numpy(-llr(phi1)))
+    fpr, tpr = attack.empirical_roc(result.h0, result.h1)
+    grid = np.logspace(-4, 0, 200)
+    return {"cumulative": (fpr, tpr), "Neyman-Pearson (fitted Gaussians)": (np_fpr, np_tpr),
+            "Eq. (6)": (grid, roc.analytic_tpr(grid, **fits))}
+
+
+def baseline_check(pool: Pools, tau: float, *, set_sizes: tuple[int, ...], draws: int,
+                   generator: torch.Generator) -> pd.DataFrame:
+    """Section 2's constant attack ``R0(theta) = Z0``.  The adversary picks ``Z0`` from its own pool: the training-pool
+    image with the most other training-pool images within ``tau``.  ``kappa`` is then measured on the validation pool
+    (the victims' prior), and for each ``N`` the success rate over ``draws`` sets of ``N`` images drawn i.i.d. from the
+    validation pool (the prior ``pi_N``) is put beside ``1 - (1 - kappa)^N``.  TPR and FPR coincide because ``R0``
+    ignores the weights.  One row per ``N``."""
+    train_x, val_x = pool.train[0].flatten(1).double(), pool.validation[0].flatten(1).double()
+    close = torch.cdist(train_x, train_x) ** 2 / train_x.shape[1] <= tau
+    z0 = train_x[(close.sum(1) - 1).argmax()]
+    kappa = float(((val_x - z0) ** 2).mean(1).le(tau).double().mean())
+    rows = []
+    for n in set_sizes:
+        sets = torch.randint(len(val_x), (draws, n), generator=generator)
+        rate = float((((val_x[sets] - z0) ** 2).mean(-1).min(-1).values <= tau).double().mean())
+        rows.append({"N": n, "kappa": kappa, "simulated TPR = FPR": rate,
+                     "± SE": math.sqrt(max(rate * (1 - rate), 1e-12) / draws),
+                     "1 - (1 - kappa)^N": float(roc.baseline_tpr(kappa, n))})
+    return pd.DataFrame(rows)
+
+
+def clipping_sweep(cfg: Settings, pool: Pools, extractor: Extractor, norms: tuple[float, ...], *,
+                   heads: int = 200) -> pd.DataFrame:
+    """Step (3) of the paper's DP-SGD procedure (Section 4): the heads' test accuracy with clipping alone (DP-SGD at
+    noise multiplier 0, Poisson rate 1/2) for each clipping norm, beside the non-private recipe; ``heads`` validation
+    heads per norm, the same sets and initial weights for every row."""
+    recipe = HeadRecipe(cfg.dp_set_size, cfg.init_std)
+    val_x, val_y = pool.validation
+    feats = extractor.features(val_x)
+    rows = []
+    for norm in (None, *norms):
+        options = {} if norm is None else dict(noise_multiplier=0.0, max_grad_norm=norm)
+        _, weights = shadow_heads(feats, val_y, recipe, count=heads, device=cfg.device,
+                                  generator=torch.Generator().manual_seed(cfg.seed), **options)
+        rows.append({"clipping norm C": math.inf if norm is None else norm,
+                     "head accuracy": float(head_accuracy(weights, feats, val_y).mean())})
+    return pd.DataFrame(rows)
+
+
+def dp_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: AttackResult,
+             progress: bool = False) -> pd.DataFrame:
+    """Section 4 (Fig. 4) for ``N = cfg.dp_set_size``: for every noise multiplier, every head (training and
+    validation shadow heads) is re-trained with DP-SGD and a fresh reconstructor is trained on them; one row per
+    noise level with epsilon (PRV and RDP at the code's q = 1/2, and PRV at the stated q), the heads' test accuracy,
+    TPR*, FPR* and TPR at FPR = 0.01.  ``reference`` (the non-private attack at the same ``N``) is the first row."""
+    recipe = HeadRecipe(cfg.dp_set_size, cfg.init_std)
+    rows = [{"noise multiplier": 0.0, "eps_prv": math.inf, "eps_rdp": math.inf, "eps_prv_stated_q": math.inf,
+             **_dp_row(reference)}]
+    for sigma in cfg.dp_noise_multipliers:
+        result = run_attack(cfg, pool, extractor, set_size=cfg.dp_set_size, shadow_train=cfg.dp_shadow_train,
+                            noise_multiplier=sigma, steps=cfg.dp_reconstructor_steps, progress=progress)
+        rows.append({"noise multiplier": sigma, **epsilons(recipe, sigma), **_dp_row(result)})
+    return pd.DataFrame(rows)
+
+
+def _dp_row(result: AttackResult) -> dict[str, float]:
+    s = result.summary()
+    return {"head accuracy": s["head accuracy"], "TPR*": s["TPR*"], "FPR*": s["FPR*"],
+            "TPR@FPR=0.01": s["TPR@FPR=0.01"], "TPR@FPR=0.01 SE": s["TPR@FPR=0.01 SE"]}
+
+
+def defended_epsilon(sweep: pd.DataFrame, gamma: float = GAMMA) -> float:
+    """The largest epsilon at which the attack is defended (TPR at FPR = 0.01 at most ``gamma``), by linear
+    interpolation in ``log epsilon`` between the two sweep points that bracket ``gamma`` (Section 4 does not state
+    its interpolation); ``nan`` when no finite-epsilon point is defended, ``inf`` when every point is."""
+    finite = sweep[np.isfinite(sweep["eps_prv"])].sort_values("eps_prv")
+    eps, tpr = finite["eps_prv"].to_numpy(), finite["TPR@FPR=0.01"].to_numpy()
+    if not len(eps) or tpr[0] > gamma:
+        return math.nan
+    for i in range(1, len(eps)):
+        if tpr[i] > gamma:
+            t = (gamma - tpr[i - 1]) / (tpr[i] - tpr[i - 1])
+            return float(np.exp(np.log(eps[i - 1]) + t * (np.log(eps[i]) - np.log(eps[i - 1]))))
+    return math.inf
+
+
+def factor_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: AttackResult,
+                 progress: bool = False) -> pd.DataFrame:
+    """Section 3.2's factors at ``N = 10`` (Fig. 3a and 3b): the attack re-run with each number of training shadow
+    heads in ``cfg.shadow_counts`` and with each initialisation standard deviation in ``cfg.init_stds``; one row per
+    run (the reference run, ``cfg.shadow_train`` heads at ``cfg.init_std``, is included in both)."""
+    rows = []
+    for count in sorted({*cfg.shadow_counts, cfg.shadow_train}):
+        result = reference if count == cfg.shadow_train else run_attack(
+            cfg, pool, extractor, set_size=10, shadow_train=count, progress=progress)
+        rows.append({"factor": "shadow heads", "value": count, **_dp_row(result)})
+    for std in sorted({*cfg.init_stds, cfg.init_std}):
+        result = reference if std == cfg.init_std else run_attack(
+            cfg, pool, extractor, set_size=10, init_std=std, progress=progress)
+        rows.append({"factor": "init std", "value": std, **_dp_row(result)})
+    return pd.DataFrame(rows)

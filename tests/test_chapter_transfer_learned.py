@@ -1,0 +1,119 @@
+"""The transfer-learning chapter's settings and pipelines (compendium.chapters.transfer_learned) on small inputs:
+bad settings fail before any work, the recipe and the accounting reproduce the paper's and its repository's values,
+the pools are disjoint, and a tiny attack is deterministic and returns the tables its notebook reads."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from compendium.chapters import transfer_learned as chapter
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (dict(set_sizes=(15,)), "set_sizes=15; allowed: a multiple of the 10 classes"),
+    (dict(set_sizes=(5,)), "set_sizes=5; allowed: an integer >= 10"),
+    (dict(set_sizes=(180,)), "at most 170"),
+    (dict(shadow_train=1), "shadow_train=1; allowed: an integer >= 2"),
+    (dict(shadow_val=0), "shadow_val=0"),
+    (dict(init_std=-0.1), "init_std=-0.1"),
+    (dict(dp_noise_multipliers=(1.0, -2.0)), "dp_noise_multipliers"),
+    (dict(dp_max_grad_norm=0.0), "dp_max_grad_norm=0.0"),
+    (dict(shadow_heads=10), "unknown parameter"),
+])
+def test_bad_settings_fail_before_any_work(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        chapter.settings("ci", "cpu", **overrides)
+
+
+def test_unknown_scale_fails():
+    with pytest.raises(ValueError, match="scale='huge'"):
+        chapter.settings("huge")
+
+
+def test_run_attack_refuses_bad_set_size_before_training():
+    cfg = chapter.settings("ci", "cpu")
+    with pytest.raises(ValueError, match="set_size=25"):
+        chapter.run_attack(cfg, None, None, set_size=25)
+
+
+def test_recipe_follows_table3_and_the_code_run_dp():
+    assert [chapter.HeadRecipe(n).epochs for n in (10, 20, 30, 40)] == [32, 38, 44, 50]
+    assert [chapter.HeadRecipe(n).dp_steps for n in (10, 40)] == [64, 100]
+    assert chapter.HeadRecipe(10).delta == pytest.approx(0.0794328, rel=1e-6)
+    assert chapter.HeadRecipe(40).delta == pytest.approx(0.0172876, rel=1e-5)
+
+
+@pytest.mark.parametrize("n, sigma, expected", [(10, 1.82, 5.044), (40, 2.75, 5.019)])
+def test_epsilons_reproduce_the_repository_table_at_rate_one_half(n, sigma, expected):
+    """opacus' PRV accountant at q = 1/2, T = 2 n_E against the values the authors' README lists (5 and 5), and the
+    stated rate (N - 1)/N giving a larger epsilon (7.138 and 7.749 with opacus 1.6)."""
+    eps = chapter.epsilons(chapter.HeadRecipe(n), sigma)
+    assert eps["eps_prv"] == pytest.approx(expected, rel=5e-3)
+    assert eps["eps_rdp"] > eps["eps_prv"]
+    assert eps["eps_prv_stated_q"] > 1.35 * eps["eps_prv"]
+
+
+def test_defended_epsilon_interpolates_in_log_epsilon():
+    sweep = pd.DataFrame({"eps_prv": [math.inf, 100.0, 10.0, 1.0], "TPR@FPR=0.01": [0.4, 0.03, 0.01, 0.009]})
+    t = (0.015 - 0.01) / (0.03 - 0.01)
+    assert chapter.defended_epsilon(sweep) == pytest.approx(math.exp(math.log(10) + t * math.log(10)))
+    assert chapter.defended_epsilon(sweep.assign(**{"TPR@FPR=0.01": [0.4, 0.01, 0.01, 0.01]})) == math.inf
+    assert math.isnan(chapter.defended_epsilon(sweep.assign(**{"TPR@FPR=0.01": [0.4, 0.3, 0.2, 0.1]})))
+
+
+def test_pools_are_disjoint_balanced_enough_and_in_range():
+    pool = chapter.pools(chapter.settings("ci", "cpu"))
+    sizes = [len(p[0]) for p in (pool.pretrain, pool.train, pool.validation)]
+    assert sizes == [500, 800, 497]
+    images = torch.cat([pool.pretrain[0], pool.train[0], pool.validation[0]]).flatten(1)
+    assert images.min() == -1 and images.max() == 1
+    assert len(torch.unique(images, dim=0)) >= 1790  # digits has a few duplicate images, no pool overlap by index
+    for _, labels in (pool.train, pool.validation):
+        assert torch.bincount(labels, minlength=10).min() >= 17
+
+
+def test_baseline_check_matches_its_closed_form():
+    cfg = chapter.settings("ci", "cpu")
+    pool = chapter.pools(cfg)
+    frame = chapter.baseline_check(pool, 0.0816, set_sizes=(10, 40), draws=4000,
+                                   generator=torch.Generator().manual_seed(0))
+    assert list(frame.N) == [10, 40] and frame.kappa.nunique() == 1 and frame.kappa.iloc[0] > 0.01
+    assert np.all(np.abs(frame["simulated TPR = FPR"] - frame["1 - (1 - kappa)^N"]) < 5 * frame["± SE"])
+
+
+@pytest.fixture(scope="module")
+def tiny_attack():
+    cfg = chapter.settings("ci", "cpu", shadow_train=256, shadow_val=16, reconstructor_steps=40)
+    pool = chapter.pools(cfg)
+    extractor = chapter.feature_extractor(cfg, pool)
+    return cfg, pool, extractor, chapter.run_attack(cfg, pool, extractor, set_size=20, progress=False)
+
+
+def test_tiny_attack_is_deterministic_and_shaped(tiny_attack):
+    cfg, pool, extractor, result = tiny_attack
+    again = chapter.run_attack(cfg, pool, extractor, set_size=20, progress=False)
+    assert torch.equal(result.h0, again.h0) and torch.equal(result.h1, again.h1)
+    assert result.h0.shape == result.h1.shape == result.h_prior.shape == (16, 10)
+    assert result.val_sets.shape == (16, 10, 2) and result.val_weights.shape == (16, 650)
+    assert torch.all((result.h0 > 0) & (result.h0 < 4))
+    assert 0.5 < extractor.accuracy <= 1 and 0.3 < result.head_accuracy <= 1
+    summary = result.summary()
+    assert summary["N"] == 20 and 0 <= summary["TPR*"] <= 1 and summary["sigma0"] > 0
+    table = chapter.table1([result])
+    assert list(table["N"]) == [20] and math.isnan(table["paper TPR* (MNIST)"].iloc[0])
+    recon, nearest, hit = chapter.reconstruction_examples(result, pool, heads=2)
+    assert recon.shape == nearest.shape == (20, 1, 8, 8) and hit.shape == (20,)
+    assert recon.min() >= 0 and recon.max() <= 1
+    curves = chapter.roc_curves(result)
+    assert set(curves) == {"cumulative", "Neyman-Pearson (fitted Gaussians)", "Eq. (6)"}
+
+
+def test_head_accuracy_of_flattened_weights():
+    features = torch.eye(10)
+    labels = torch.arange(10)
+    weights = torch.cat([torch.eye(10).flatten(), torch.zeros(10)])[None]  # W = I, b = 0: argmax = label
+    assert float(chapter.head_accuracy(weights, features, labels)[0]) == 1.0

@@ -1,0 +1,143 @@
+"""Unit tests of compendium.attacks.shadow_reconstructor (Maciazek & Allison 2025): balanced sets, weight statistics
+and the surrogate, the soft-min loss Eq. (3), Algorithm 3's tables, the thresholds and rates."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from compendium.attacks import shadow_reconstructor as attack
+from compendium.models import MLPReconstructor, ResidualReconstructor
+
+
+def test_balanced_sets_are_balanced_distinct_and_uniform():
+    labels = torch.arange(40) % 4  # 10 images of each of 4 classes
+    sets = attack.balanced_sets(labels, per_class=3, count=4000, num_classes=4,
+                                generator=torch.Generator().manual_seed(0))
+    assert sets.shape == (4000, 4, 3)
+    assert torch.equal(labels[sets], torch.arange(4)[None, :, None].expand(4000, 4, 3))
+    assert all(len(set(s.tolist())) == 3 for s in sets[:200, 2])  # without replacement
+    counts = torch.bincount(sets[:, 1].flatten(), minlength=40)[labels == 1].double()
+    expected = 4000 * 3 / 10  # each class-1 image is in a set with probability 3/10
+    assert torch.all((counts - expected).abs() < 5 * np.sqrt(expected * 0.7))
+    with pytest.raises(ValueError, match="class 0 has 10 images"):
+        attack.balanced_sets(labels, per_class=11, count=1, num_classes=4, generator=torch.Generator())
+    with pytest.raises(ValueError, match="generator=None"):
+        attack.balanced_sets(labels, per_class=1, count=1, num_classes=4, generator=None)
+
+
+def test_weight_statistics_standardise_and_surrogate_moments():
+    g = torch.Generator().manual_seed(0)
+    mix = torch.tensor([[1.0, 0.0, 0.0], [0.8, 0.6, 0.0], [0.0, 0.0, 2.0]])
+    weights = torch.randn(20_000, 3, generator=g, dtype=torch.float64) @ mix.double().T + 5.0
+    stats = attack.WeightStatistics.fit(weights)
+    z = stats.standardise(weights).double()
+    torch.testing.assert_close(z.mean(0), torch.zeros(3, dtype=torch.float64), atol=1e-5, rtol=0)
+    torch.testing.assert_close(z.std(0, unbiased=False), torch.ones(3, dtype=torch.float64), atol=1e-5, rtol=0)
+    torch.testing.assert_close(stats.correlation.diagonal(), torch.ones(3, dtype=torch.float64))
+    assert abs(float(stats.correlation[0, 1]) - 0.8) < 0.02  # corr of (a, 0.8 a + 0.6 b)
+    draws = stats.surrogate(50_000, torch.Generator().manual_seed(1)).double()
+    sample_corr = torch.corrcoef(draws.T)
+    torch.testing.assert_close(sample_corr, stats.correlation, atol=0.02, rtol=0)
+
+
+def test_softmin_reference_value_limits_and_bracket():
+    errors = torch.tensor([0.1, 0.2], dtype=torch.float64)
+    assert float(attack.softmin_loss(errors, 100.0)) == pytest.approx(0.1000045, abs=1e-7)
+    assert float(attack.softmin_loss(errors, 1e-9)) == pytest.approx(0.15, abs=1e-9)
+    assert float(attack.softmin_loss(errors, 1e6)) == pytest.approx(0.1, abs=1e-9)
+    g = torch.Generator().manual_seed(0)
+    many = torch.rand(500, 7, generator=g)
+    loss = attack.softmin_loss(many, 10.0)
+    assert torch.all(loss >= many.min(1).values - 1e-7) and torch.all(loss <= many.mean(1) + 1e-7)
+    perm = torch.randperm(7, generator=g)
+    torch.testing.assert_close(attack.softmin_loss(many[:, perm], 10.0), loss)
+    with pytest.raises(ValueError, match="alpha=-1"):
+        attack.softmin_loss(errors, -1.0)
+
+
+def test_softmin_gradient_identity_against_finite_differences():
+    """dL/dl_j = w_j (1 - alpha (l_j - L)) with w = softmax(-alpha l): autograd, the identity and central differences
+    agree."""
+    alpha = 7.0
+    errors = torch.tensor([0.31, 0.12, 0.55, 0.13], dtype=torch.float64, requires_grad=True)
+    loss = attack.softmin_loss(errors, alpha)
+    (grad,) = torch.autograd.grad(loss, errors)
+    w = torch.softmax(-alpha * errors.detach(), 0)
+    identity = w * (1 - alpha * (errors.detach() - loss.detach()))
+    torch.testing.assert_close(grad, identity, rtol=1e-12, atol=1e-14)
+    h = 1e-6
+    for j in range(4):
+        step = torch.zeros(4, dtype=torch.float64)
+        step[j] = h
+        fd = (attack.softmin_loss(errors.detach() + step, alpha) - attack.softmin_loss(errors.detach() - step, alpha))
+        assert float(fd / (2 * h)) == pytest.approx(float(identity[j]), rel=1e-7)
+
+
+def test_min_mse_table_uses_each_class_and_its_own_images():
+    """A 'reconstructor' that outputs the class index as a constant image: H[k, c] is the min-MSE of the value c
+    against set k's class-c images, computed by hand."""
+    class ClassValue(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.dummy = torch.nn.Parameter(torch.zeros(()))
+
+        def forward(self, x):
+            return x[:, -3:].argmax(1).double()[:, None, None, None].expand(len(x), 1, 2, 2) + 0 * self.dummy
+
+    g = torch.Generator().manual_seed(0)
+    images = torch.rand(5, 3, 2, 1, 2, 2, generator=g, dtype=torch.float64)
+    table = attack.min_mse_table(ClassValue(), torch.zeros(5, 4), images)
+    for k in range(5):
+        for c in range(3):
+            expected = min(float(((images[k, c, m] - c) ** 2).mean()) for m in range(2))
+            assert float(table[k, c]) == pytest.approx(expected)
+
+
+def test_rates_thresholds_and_roc():
+    h0 = torch.tensor([0.1, 0.2, 0.3, 0.4])
+    h1 = torch.linspace(0.25, 1.25, 101)
+    assert attack.rates(h0, h1, 0.305) == (0.75, pytest.approx(6 / 101))
+    tau = attack.fpr_threshold(h1, 0.01)
+    assert tau == pytest.approx(0.26)
+    assert attack.tpr_at_fpr(h0, h1, 0.01) == 0.5
+    fpr, tpr = attack.empirical_roc(h0, h1)
+    assert fpr[0] == tpr[0] == 0 and fpr[-1] == tpr[-1] == 1
+    assert np.all(np.diff(fpr) >= 0) and np.all(np.diff(tpr) >= 0)
+
+
+def test_nearest_neighbour_threshold_by_hand():
+    train = torch.tensor([[0.0, 0.0], [1.0, 1.0]])
+    val = torch.tensor([[0.0, 1.0], [1.0, 1.0], [3.0, 1.0]])
+    # nearest MSEs: 0.5 (either), 0, (4 + 0)/2 = 2
+    assert attack.nearest_neighbour_threshold(val, train) == pytest.approx((0.5 + 0.0 + 2.0) / 3)
+
+
+def test_reconstructor_learns_a_set_image_and_shapes():
+    """Trained on 'heads' whose weights are a noisy code of their images, the conditional reconstructor's H0 min-MSE
+    falls well below that of random weights (an attack that works), deterministically."""
+    g = torch.Generator().manual_seed(0)
+    K, C, M = 512, 2, 1
+    pool = torch.rand(K * C * M, 1, 2, 2, generator=g) * 2 - 1
+    sets = torch.arange(K * C * M).reshape(K, C, M)
+    images = pool[sets]
+    weights = images.flatten(1) + 0.05 * torch.randn(K, C * M * 4, generator=g)
+
+    def run():
+        model = MLPReconstructor(weights.shape[1] + C, (1, 2, 2), hidden=64,
+                                 generator=torch.Generator().manual_seed(1))
+        attack.train_reconstructor(model, weights, sets, pool, epochs=30, generator=torch.Generator().manual_seed(2),
+                                   lr=3e-3, device="cpu", progress=False)
+        return attack.min_mse_table(model, weights, images), attack.min_mse_table(model, torch.randn(K, 8), images)
+
+    h0, h1 = run()
+    assert float(h0.mean()) < 0.2 * float(h1.mean())
+    assert torch.equal(run()[0], h0)
+
+
+def test_residual_reconstructor_table2_shapes():
+    small = ResidualReconstructor(30, width=8, out_channels=3, size=64)
+    assert small(torch.randn(2, 30)).shape == (2, 3, 64, 64)
+    mnist = ResidualReconstructor(2580, width=256, out_channels=1, size=32)
+    assert sum(p.numel() for p in mnist.stem.parameters()) == 4 * 256 * (16 * 2580 + 1) == 42_271_744
+    assert sum(p.numel() for p in mnist.parameters()) == 52_965_377
