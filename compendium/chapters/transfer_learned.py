@@ -47,7 +47,7 @@ SCALES = {
                dp_shadow_train=2000, dp_reconstructor_steps=1000),
     "book": dict(set_sizes=(10, 40), shadow_train=20_000, shadow_val=1000, reconstructor_steps=10_000, hidden=512,
                  extractor_epochs=60, extractor_hidden=64, init_std=0.002, shadow_counts=(1000, 5000),
-                 init_stds=(0.02, 0.2), dp_set_size=10, dp_noise_multipliers=(0.25, 0.5, 1.0, 2.0),
+                 init_stds=(0.2,), dp_set_size=10, dp_noise_multipliers=(0.25, 0.5, 1.0, 2.0),
                  dp_max_grad_norm=10.0, dp_shadow_train=5000, dp_reconstructor_steps=4000),
     "paper": dict(set_sizes=(10, 40), shadow_train=2_560_000, shadow_val=10_000, reconstructor_steps=1_000_000,
                   hidden=512, extractor_epochs=60, extractor_hidden=64, init_std=0.002,
