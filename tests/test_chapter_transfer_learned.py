@@ -104,7 +104,8 @@ def test_tiny_attack_is_deterministic_and_shaped(tiny_attack):
     summary = result.summary()
     assert summary["N"] == 20 and 0 <= summary["TPR*"] <= 1 and summary["sigma0"] > 0
     table = chapter.table1([result])
-    assert list(table["N"]) == [20] and math.isnan(table["paper TPR* (MNIST)"].iloc[0])
+    assert list(table["N"]) == [20] * 4 and table["paper (MNIST)"].isna().all()
+    assert table["ours"].iloc[0] == summary["TPR*"] and table["ours"].iloc[3] == summary["head accuracy"]
     recon, nearest, hit = chapter.reconstruction_examples(result, pool, heads=2)
     assert recon.shape == nearest.shape == (20, 1, 8, 8) and hit.shape == (20,)
     assert recon.min() >= 0 and recon.max() <= 1

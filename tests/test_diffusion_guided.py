@@ -1,0 +1,191 @@
+"""Unit tests of compendium.attacks.diffusion_guided and compendium.models.denoisers (Huang, Meng et al. 2024):
+the diffusers schedules and Tweedie's estimate, the release, both samplers' steps, the prior-free baseline and
+Reconstruction Vulnerability (exact Jacobian norm against Eq. 17)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from compendium.attacks import diffusion_guided as dg
+from compendium.models.denoisers import MLPDenoiser, predict_noise
+
+
+def _attacked(seed=1):
+    torch.manual_seed(seed)  # PyTorch's default initialisation, as the paper's "random fixed weights"
+    return nn.Sequential(nn.Flatten(), nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2))
+
+
+class ZeroDenoiser(nn.Module):
+    """A prior that predicts no noise: Tweedie's estimate is x_t / sqrt(abar_t), so it moves with x_t."""
+
+    def forward(self, x, t):
+        return torch.zeros_like(x)
+
+
+class OracleDenoiser(nn.Module):
+    """The exact noise predictor for a point-mass prior at ``x0``: eps = (x_t - sqrt(abar) x0) / sqrt(1 - abar)."""
+
+    def __init__(self, x0):
+        super().__init__()
+        self.x0 = x0
+        self.abar = dg.ddpm_scheduler().alphas_cumprod
+
+    def forward(self, x, t):
+        a = self.abar[int(t)]
+        return (x - a.sqrt() * self.x0) / (1 - a).sqrt()
+
+
+def test_schedule_is_the_papers_and_tweedie_recovers_x0():
+    s = dg.ddpm_scheduler()
+    abar = s.alphas_cumprod.double()
+    assert float(abar[0]) == pytest.approx(0.9999, abs=1e-7)  # float32, as diffusers stores it
+    assert float(abar[499]) == pytest.approx(0.07859, rel=1e-3)
+    assert float(abar[999]) == pytest.approx(4.036e-5, rel=1e-3)
+    x0 = torch.rand(1, 1, 2, 2) * 1.6 - 0.8
+    noise = torch.randn(1, 1, 2, 2, generator=torch.Generator().manual_seed(0))
+    t = torch.tensor([300])
+    xt = s.add_noise(x0, noise, t)
+    s.set_timesteps(1000)
+    out = s.step(noise, 300, xt, generator=torch.Generator().manual_seed(1))
+    torch.testing.assert_close(out.pred_original_sample, x0, atol=1e-5, rtol=0)
+
+
+def test_ddim_sigma_matches_the_noise_diffusers_adds():
+    s = dg.ddim_scheduler(100)
+    x = torch.randn(1, 1, 2, 2)
+    eps = torch.randn(1, 1, 2, 2)
+    z = torch.randn(1, 1, 2, 2)
+    for t in (int(s.timesteps[0]), int(s.timesteps[50]), int(s.timesteps[-1])):
+        with_noise = s.step(eps, t, x, eta=1.0, variance_noise=z).prev_sample
+        mean = s.step(eps, t, x, eta=1.0, variance_noise=torch.zeros_like(z)).prev_sample
+        torch.testing.assert_close(with_noise - mean, dg.ddim_sigma(s, t) * z, atol=1e-6, rtol=1e-5)
+    assert dg.ddim_sigma(s, int(s.timesteps[-1])) == 0.0  # the last step lands on abar = 1 without noise
+
+
+def test_release_raw_and_normalised():
+    g = torch.tensor([3.0, 4.0])
+    assert torch.equal(dg.release(g, sigma=0.0, normalise=False, generator=torch.Generator()), g)
+    torch.testing.assert_close(dg.release(g, sigma=0.0, normalise=True, generator=torch.Generator()),
+                               torch.tensor([0.6, 0.8]))
+    draws = torch.stack([dg.release(torch.zeros(1000), sigma=0.3, normalise=False,
+                                    generator=torch.Generator().manual_seed(k)) for k in range(5)])
+    assert abs(float(draws.std()) - 0.3) < 0.01
+    with pytest.raises(ValueError, match="sigma=-1"):
+        dg.release(g, sigma=-1.0, normalise=False, generator=torch.Generator())
+
+
+def test_weight_gradient_is_differentiable_in_the_input():
+    model = _attacked()
+    x = torch.randn(1, 1, 2, 2, requires_grad=True)
+    g = dg.weight_gradient(model, x, torch.tensor([1]), create_graph=True)
+    assert g.shape == (sum(p.numel() for p in model.parameters()),)
+    (dx,) = torch.autograd.grad(g.square().sum(), x)
+    assert float(dx.abs().sum()) > 0
+
+
+def test_dps_with_an_exact_prior_and_the_prior_alone():
+    """With the exact denoiser of a point mass the prior alone already returns it; guidance keeps it there; the
+    oracle peak is the best step and the trajectory has one entry per step."""
+    x0 = torch.tensor([[[[0.5, -0.5], [0.25, 0.0]]]])
+    model = _attacked()
+    label = torch.tensor([0])
+    g = dg.weight_gradient(model, x0, label).detach()
+    run = dg.dps_reconstruct(OracleDenoiser(x0), model, label, g, shape=(1, 1, 2, 2), zeta=0.5, steps=50,
+                             generator=torch.Generator().manual_seed(0), target=x0)
+    assert len(run.loss) == len(run.psnr) == 50 and run.final_psnr > 60
+    assert run.peak_psnr == pytest.approx(float(np.max(run.psnr)))
+    prior = dg.dps_reconstruct(OracleDenoiser(x0), model, label, g, shape=(1, 1, 2, 2), zeta=0.0, steps=50,
+                               generator=torch.Generator().manual_seed(0))
+    assert prior.psnr is None and prior.peak_step is None
+    torch.testing.assert_close(prior.final, x0, atol=1e-4, rtol=0)
+
+
+def test_guidance_pulls_an_uninformative_prior_towards_the_target():
+    """A prior that knows nothing about the images: the DPS guidance alone lowers the matching loss and moves the
+    estimate towards the private image, deterministically for a seed; DSG runs one entry per step."""
+    target = torch.tensor([[[[0.6, -0.4], [0.3, -0.7]]]])
+    model = _attacked()
+    label = torch.tensor([1])
+    g = dg.weight_gradient(model, target, label).detach()
+    kwargs = dict(shape=(1, 1, 2, 2), steps=200, generator=torch.Generator().manual_seed(0), target=target)
+    prior = dg.dps_reconstruct(ZeroDenoiser(), model, label, g, zeta=0.0, **kwargs)
+    kwargs["generator"] = torch.Generator().manual_seed(0)
+    guided = dg.dps_reconstruct(ZeroDenoiser(), model, label, g, zeta=0.5, **kwargs)
+    assert guided.loss[-1] < 0.5 * prior.loss[-1]
+    assert guided.mse[-1] < prior.mse[-1]
+    again = dg.dps_reconstruct(ZeroDenoiser(), model, label, g, zeta=0.5,
+                               **(kwargs | {"generator": torch.Generator().manual_seed(0)}))
+    assert torch.equal(again.final, guided.final)
+    dsg = dg.dsg_reconstruct(ZeroDenoiser(), model, label, g, shape=(1, 1, 2, 2),
+                             guidance_rate=0.5, steps=20, generator=torch.Generator().manual_seed(0), target=target)
+    assert len(dsg.loss) == 20 and np.isfinite(dsg.psnr).all()
+
+
+def test_gradient_matching_baseline_lowers_the_matching_loss():
+    target = torch.tensor([[[[0.6, -0.4], [0.3, -0.7]]]])
+    model = _attacked()
+    label = torch.tensor([1])
+    g = dg.weight_gradient(model, target, label).detach()
+    run = dg.gradient_matching(model, label, g, shape=(1, 1, 2, 2), iterations=300,
+                               generator=torch.Generator().manual_seed(0), target=target)
+    assert run.loss[-1] < 1e-2 * run.loss[0]
+
+
+def test_rv_exact_against_finite_differences_and_eq17():
+    model = _attacked()
+    images = torch.randn(3, 1, 2, 2, generator=torch.Generator().manual_seed(0))
+    labels = torch.tensor([0, 1, 1])
+    exact = dg.gradient_jacobian_norm(model, images, labels)
+    h = 1e-3
+    x, y = images[0].double(), labels[:1]
+    model64 = _attacked().double()
+    cols = []
+    for i in range(4):
+        e = torch.zeros(4, dtype=torch.float64)
+        e[i] = h
+        plus = dg.weight_gradient(model64, (x.flatten() + e).reshape(1, 1, 2, 2), y)
+        minus = dg.weight_gradient(model64, (x.flatten() - e).reshape(1, 1, 2, 2), y)
+        cols.append((plus - minus) / (2 * h))
+    assert float(exact[0]) == pytest.approx(float(torch.stack(cols).norm()), rel=1e-4)
+    estimate = dg.gradient_jacobian_norm_eq17(model, images, labels, directions=4000,
+                                              generator=torch.Generator().manual_seed(1))
+    np.testing.assert_allclose(estimate.numpy(), exact.detach().numpy(), rtol=0.05)
+
+
+def test_mlp_denoiser_learns_a_two_point_prior():
+    """Trained on two images, the denoiser's Tweedie estimate at a moderate noise level points at the nearer one."""
+    images = torch.tensor([[[[0.8, 0.8], [0.8, 0.8]]], [[[-0.8, -0.8], [-0.8, -0.8]]]]).repeat(256, 1, 1, 1)
+    model = MLPDenoiser((1, 2, 2), hidden=64, time_dim=16, generator=torch.Generator().manual_seed(0))
+    history = dg.train_denoiser(model, images, epochs=20, generator=torch.Generator().manual_seed(1), lr=3e-3,
+                                batch_size=128, device="cpu", progress=False)
+    assert history["loss"][-1] < 0.5 * history["loss"][0]
+    s = dg.ddpm_scheduler()
+    t = 200
+    xt = s.add_noise(images[:2], torch.randn(2, 1, 2, 2, generator=torch.Generator().manual_seed(2)),
+                     torch.tensor([t, t]))
+    with torch.no_grad():
+        eps = predict_noise(model, xt, torch.tensor([t, t]))
+    a = s.alphas_cumprod[t]
+    x0 = (xt - (1 - a).sqrt() * eps) / a.sqrt()
+    assert float(x0[0].mean()) > 0.2 and float(x0[1].mean()) < -0.2
+
+
+def test_samplers_refuse_bad_input():
+    model = _attacked()
+    g = torch.zeros(58)
+    with pytest.raises(ValueError, match="zeta=-1"):
+        dg.dps_reconstruct(OracleDenoiser(torch.zeros(1, 1, 2, 2)), model, torch.tensor([0]), g,
+                           shape=(1, 1, 2, 2), zeta=-1.0, generator=torch.Generator())
+    with pytest.raises(ValueError, match="guidance_rate=1.5"):
+        dg.dsg_reconstruct(OracleDenoiser(torch.zeros(1, 1, 2, 2)), model, torch.tensor([0]), g,
+                           shape=(1, 1, 2, 2), guidance_rate=1.5, generator=torch.Generator())
+    with pytest.raises(ValueError, match="one image"):
+        dg.dps_reconstruct(OracleDenoiser(torch.zeros(1, 1, 2, 2)), model, torch.tensor([0]), g,
+                           shape=(2, 1, 2, 2), zeta=1.0, generator=torch.Generator())
+    with pytest.raises(ValueError, match="generator=None"):
+        dg.dps_reconstruct(OracleDenoiser(torch.zeros(1, 1, 2, 2)), model, torch.tensor([0]), g,
+                           shape=(1, 1, 2, 2), zeta=1.0, generator=None)
