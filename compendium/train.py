@@ -334,23 +334,28 @@ def fit_linear_heads(features: torch.Tensor, labels: torch.Tensor, *, num_classe
     K, N, F = features.shape
     x = features.to(dev)
     onehot = nn.functional.one_hot(labels.to(dev), num_classes).to(x.dtype)
-    init = torch.randn(K, num_classes, F, generator=generator, device=gen_dev).to(dev, x.dtype) * init_std
-    x_t = x.transpose(1, 2).contiguous()
+    init = torch.randn(K, num_classes, F, generator=generator, device=gen_dev).to(dev, x.dtype).mul_(init_std)
     decay = 1.0 - lr * weight_decay
     if not private:
-        # Full-batch GD keeps (W_t, b_t) = decay^t (W_0, 0) + A_t^T (x, 1) (every gradient is a residual times the
-        # examples with a constant 1 appended), so the logits are decay^t x W_0^T + (x x^T + 1) A_t: each step
+        # Full-batch GD keeps (W_t, b_t) = decay^t (W_0, 0) + A_t (x, 1) (every gradient is a residual times the
+        # examples with a constant 1 appended), so the logits are decay^t W_0 x^T + A_t (x x^T + 1): each step
         # multiplies by the N x N Gram matrix instead of the F-wide weights, F / N times fewer operations (the kernel
-        # form of gradient descent; exact up to rounding).
-        gram, start_logits = torch.baddbmm(torch.ones(1, 1, 1, device=dev, dtype=x.dtype), x, x_t), \
-            torch.bmm(x, init.transpose(1, 2))
-        coef = torch.zeros(K, N, num_classes, device=dev, dtype=x.dtype)
+        # form of gradient descent; exact up to rounding).  Classes come before examples, (K, classes, N), where
+        # the softmax over classes is twice as fast as over the last dimension.
+        gram = torch.baddbmm(torch.ones(1, 1, 1, device=dev, dtype=x.dtype), x, x.transpose(1, 2))
+        start_logits = torch.bmm(init, x.transpose(1, 2))
+        target = onehot.transpose(1, 2).contiguous()
+        # A_t = decay^t C_t: the decay rides on the scalars, so each step makes one pass over C_t
+        coef = torch.zeros(K, num_classes, N, device=dev, dtype=x.dtype)
         for step in tqdm(range(steps), desc="shadow heads", unit="step", disable=not progress):
-            residual = torch.softmax(torch.baddbmm(start_logits, gram, coef, beta=decay ** step), -1).sub_(onehot)
-            coef.mul_(decay).sub_(residual, alpha=lr / N)
-        weight = torch.bmm(x_t, coef).add_(init.transpose(1, 2), alpha=decay ** steps)
-        bias = coef.sum(1, keepdim=True)
+            shrink = decay ** step
+            logits = torch.baddbmm(start_logits, coef, gram, beta=shrink, alpha=shrink)
+            coef.sub_(torch.softmax(logits, 1).sub_(target), alpha=lr / N / (shrink * decay))
+        coef.mul_(decay ** steps)
+        weight = torch.bmm(coef, x).add_(init, alpha=decay ** steps)
+        bias = coef.sum(2)
     else:
+        x_t = x.transpose(1, 2).contiguous()
         x_norm = torch.sqrt((x ** 2).sum(-1) + 1.0)  # ||(x_i, 1)||, the per-example gradient norm's data factor
         weight = init.transpose(1, 2).contiguous()  # (K, F, classes): both products are plain batched matmuls
         bias = torch.zeros(K, 1, num_classes, device=dev, dtype=x.dtype)
@@ -366,5 +371,5 @@ def fit_linear_heads(features: torch.Tensor, labels: torch.Tensor, *, num_classe
             grad_b = residual.sum(1, keepdim=True).add_(noise_b[:, None], alpha=noise_scale)
             weight.mul_(decay).sub_(grad_w, alpha=scale)
             bias.mul_(decay).sub_(grad_b, alpha=scale)
-    weight, bias = weight.transpose(1, 2).contiguous(), bias[:, 0]
+        weight, bias = weight.transpose(1, 2).contiguous(), bias[:, 0]
     return LinearHeads(weight, bias)
