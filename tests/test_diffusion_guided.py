@@ -189,3 +189,26 @@ def test_samplers_refuse_bad_input():
     with pytest.raises(ValueError, match="generator=None"):
         dg.dps_reconstruct(OracleDenoiser(torch.zeros(1, 1, 2, 2)), model, torch.tensor([0]), g,
                            shape=(1, 1, 2, 2), zeta=1.0, generator=None)
+
+
+@pytest.mark.parametrize("name, params", [("MLP_1", 99_202), ("MLP_2", 181_186), ("MLP_3", 741_574),
+                                          ("CNN", 206_338), ("ResMini", 462_562)])
+def test_gradient_targets_have_the_books_sizes_and_are_seeded(name, params):
+    from compendium.models import gradient_target
+
+    model = gradient_target(name, generator=torch.Generator().manual_seed(1))
+    assert sum(p.numel() for p in model.parameters()) == params and not model.training
+    twin = gradient_target(name, generator=torch.Generator().manual_seed(1))
+    x = torch.rand(1, 1, 8, 8) * 2 - 1
+    torch.testing.assert_close(dg.weight_gradient(model, x, torch.tensor([1])),
+                               dg.weight_gradient(twin, x, torch.tensor([1])))
+    assert model(x).shape == (1, 2)
+
+
+def test_gradient_targets_refuse_bad_input():
+    from compendium.models import gradient_target
+
+    with pytest.raises(ValueError, match="name='VGG'"):
+        gradient_target("VGG")
+    with pytest.raises(ValueError, match="image_size=10; allowed: a multiple of 4"):
+        gradient_target("CNN", image_size=10)

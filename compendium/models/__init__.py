@@ -9,6 +9,8 @@ from compendium.models.classifiers import (
     init_parameters,
 )
 from compendium.models.decoders import FeatureDecoder
+from compendium.models.denoisers import MLPDenoiser
+from compendium.models.gradient_targets import gradient_target
 from compendium.models.reconstructors import MLPReconstructor, ResidualReconstructor
 from compendium.models.pretrained import (
     IMAGENET_NORMALIZATION,
@@ -20,5 +22,5 @@ from compendium.models.pretrained import (
 )
 
 __all__ = ["CIFAR_NORMALIZATION", "IMAGENET_NORMALIZATION", "MNIST_NORMALIZATION", "CifarCNN", "FeatureDecoder",
-           "ImageNetTransform", "MLPReconstructor", "MnistMLP", "PretrainedUnavailable", "SplitClassifier", "TorchvisionMissing", "imagenet_split_model",
-           "imagenet_transform", "init_parameters", "ResidualReconstructor"]
+           "ImageNetTransform", "MLPDenoiser", "MLPReconstructor", "MnistMLP", "PretrainedUnavailable", "SplitClassifier", "TorchvisionMissing", "imagenet_split_model",
+           "gradient_target", "imagenet_transform", "init_parameters", "ResidualReconstructor"]
