@@ -1,5 +1,7 @@
-"""Every network of the project: the small split classifiers and the feature decoder it trains, and the pretrained
-TorchVision ImageNet models of the HCR chapter's ``paper`` scale (TorchVision is imported only when one is built)."""
+"""Every network of the project: the small split classifiers and the feature decoder it trains, the transfer-learning
+chapter's reconstructors, the diffusion chapter's attacked networks, and the pretrained TorchVision ImageNet models of
+the HCR chapter's ``paper`` scale (TorchVision is imported only when one is built).  The diffusion denoisers live in
+:mod:`compendium.models.denoisers`, imported on its own: it needs ``diffusers``, which the other chapters do not load."""
 from compendium.models.classifiers import (
     CIFAR_NORMALIZATION,
     MNIST_NORMALIZATION,
@@ -9,7 +11,6 @@ from compendium.models.classifiers import (
     init_parameters,
 )
 from compendium.models.decoders import FeatureDecoder
-from compendium.models.denoisers import MLPDenoiser
 from compendium.models.gradient_targets import gradient_target
 from compendium.models.reconstructors import MLPReconstructor, ResidualReconstructor
 from compendium.models.pretrained import (
@@ -22,5 +23,5 @@ from compendium.models.pretrained import (
 )
 
 __all__ = ["CIFAR_NORMALIZATION", "IMAGENET_NORMALIZATION", "MNIST_NORMALIZATION", "CifarCNN", "FeatureDecoder",
-           "ImageNetTransform", "MLPDenoiser", "MLPReconstructor", "MnistMLP", "PretrainedUnavailable", "SplitClassifier", "TorchvisionMissing", "imagenet_split_model",
+           "ImageNetTransform", "MLPReconstructor", "MnistMLP", "PretrainedUnavailable", "SplitClassifier", "TorchvisionMissing", "imagenet_split_model",
            "gradient_target", "imagenet_transform", "init_parameters", "ResidualReconstructor"]
