@@ -282,3 +282,14 @@ def test_bad_input_names_the_parameter(call, name):
 def test_gaussian_parameters_are_keyword_only():
     with pytest.raises(TypeError):
         tl.analytic_tpr(0.1, -4, 1, -2, 0.5)
+
+
+def test_log_likelihood_ratio_is_eq11_of_the_gaussian_densities():
+    from scipy import stats
+
+    phi = np.linspace(-6.0, 1.0, 50)
+    params = dict(mu0=-4.0, sigma0=1.0, mu1=-2.0, sigma1=0.5)
+    expected = stats.norm.logpdf(phi, -4.0, 1.0) - stats.norm.logpdf(phi, -2.0, 0.5)
+    np.testing.assert_allclose(tl.log_likelihood_ratio(phi, **params), expected, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="sigma0"):
+        tl.log_likelihood_ratio(phi, mu0=0.0, sigma0=-1.0, mu1=0.0, sigma1=1.0)

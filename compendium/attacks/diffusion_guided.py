@@ -33,7 +33,7 @@ import torch
 from diffusers import DDIMScheduler, DDPMScheduler
 from torch import nn
 
-from compendium import train, validation
+from compendium import metrics, train, validation
 from compendium.models.denoisers import predict_noise
 
 TRAIN_STEPS = 1000
@@ -107,12 +107,6 @@ def _matching_loss(model, x0, label, target_gradient, normalise) -> torch.Tensor
 # ---------------------------------------------------------------------------------------------------------------
 # Trajectories
 # ---------------------------------------------------------------------------------------------------------------
-def psnr(x: torch.Tensor, y: torch.Tensor) -> float:
-    """PSNR in dB of images in [-1, 1] (data range 2)."""
-    mse = float(((x - y) ** 2).mean())
-    return math.inf if mse == 0 else 10 * math.log10(4.0 / mse)
-
-
 @dataclass
 class Trajectory:
     """A sampler's run: ``final`` (the last Tweedie estimate, (1, C, H, W) in [-1, 1]); per step ``timesteps`` and
@@ -144,8 +138,8 @@ class _Recorder:
         self.timesteps.append(int(t))
         self.loss.append(float(loss))
         if self.target is not None:
-            self.mse.append(float(((x0 - self.target) ** 2).mean()))
-            self.psnr.append(psnr(x0, self.target))
+            self.mse.append(float(metrics.mse(x0, self.target)))
+            self.psnr.append(float(metrics.psnr(x0, self.target, data_range=2.0)))  # images in [-1, 1]
             if self.psnr[-1] > self.best[0]:
                 self.best = (self.psnr[-1], len(self.psnr) - 1, x0.clone())
         self.final = x0

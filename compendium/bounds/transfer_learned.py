@@ -49,7 +49,7 @@ from scipy import special, stats
 
 from compendium import validation
 
-__all__ = ["min_mse_logit", "analytic_tpr", "cumulative_roc", "neyman_pearson_roots", "neyman_pearson_roc",
+__all__ = ["min_mse_logit", "analytic_tpr", "cumulative_roc", "log_likelihood_ratio", "neyman_pearson_roots", "neyman_pearson_roc",
            "neyman_pearson_tpr", "theorem1_gap", "theorem1_residual", "identity13_residual", "baseline_tpr"]
 
 _SQRT2 = np.sqrt(2.0)
@@ -140,6 +140,16 @@ def cumulative_roc(threshold, *, mu0, sigma0, mu1, sigma1):
 # ---------------------------------------------------------------------------------------------------------------
 # the Neyman-Pearson ROC
 # ---------------------------------------------------------------------------------------------------------------
+def log_likelihood_ratio(phi, *, mu0, sigma0, mu1, sigma1):
+    """Eq. (11): ``log(rho0(phi) / rho1(phi)) = log(sigma1 / sigma0) - (phi - mu0)^2 / (2 sigma0^2)
+    + (phi - mu1)^2 / (2 sigma1^2)`` of the two Gaussians; the Neyman-Pearson test (5) accepts ``H0`` where it
+    exceeds a threshold ``C~``.  Vectorised over ``phi``."""
+    mu0, sigma0, mu1, sigma1 = _gaussians(mu0, sigma0, mu1, sigma1)
+    phi = np.asarray(validation.number("phi", phi, what="transformed min-MSE"), float)
+    return _out(np.log(sigma1 / sigma0) - (phi - mu0) ** 2 / (2 * sigma0**2) + (phi - mu1) ** 2 / (2 * sigma1**2),
+                phi)
+
+
 def neyman_pearson_roots(llr_threshold, *, mu0, sigma0, mu1, sigma1):
     """Eq. (12): the vertex ``r0`` of the log-likelihood ratio (11) and the half-width ``delta(C~)`` of the set where
     (11) equals ``C~``, for ``sigma0 != sigma1``:

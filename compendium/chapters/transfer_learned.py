@@ -385,13 +385,10 @@ def roc_curves(result: AttackResult) -> dict[str, tuple[np.ndarray, np.ndarray]]
     fits = phi_fits(result)
     phi0 = roc.min_mse_logit(result.h0.numpy().ravel())
     phi1 = roc.min_mse_logit(result.h1.numpy().ravel())
-
-    def llr(phi):  # Eq. (11) with the fitted parameters; large values favour H0
-        return (np.log(fits["sigma1"] / fits["sigma0"]) - (phi - fits["mu0"]) ** 2 / (2 * fits["sigma0"] ** 2)
-                + (phi - fits["mu1"]) ** 2 / (2 * fits["sigma1"] ** 2))
+    llr0, llr1 = roc.log_likelihood_ratio(phi0, **fits), roc.log_likelihood_ratio(phi1, **fits)
 
     # the N-P rule accepts H0 when llr > C: as a "min-MSE <= tau" rule on -llr, empirical_roc traces it
-    np_fpr, np_tpr = attack.empirical_roc(torch.from_numpy(-llr(phi0)), torch.from_numpy(-llr(phi1)))
+    np_fpr, np_tpr = attack.empirical_roc(torch.from_numpy(-llr0), torch.from_numpy(-llr1))
     fpr, tpr = attack.empirical_roc(result.h0, result.h1)
     grid = np.logspace(-4, 0, 200)
     return {"cumulative": (fpr, tpr), "Neyman-Pearson (fitted Gaussians)": (np_fpr, np_tpr),
@@ -445,15 +442,15 @@ def dp_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: Attack
     TPR*, FPR* and TPR at FPR = 0.01.  ``reference`` (the non-private attack at the same ``N``) is the first row."""
     recipe = HeadRecipe(cfg.dp_set_size, cfg.init_std)
     rows = [{"noise multiplier": 0.0, "eps_prv": math.inf, "eps_rdp": math.inf, "eps_prv_stated_q": math.inf,
-             **_dp_row(reference)}]
+             **_rates_row(reference)}]
     for sigma in cfg.dp_noise_multipliers:
         result = run_attack(cfg, pool, extractor, set_size=cfg.dp_set_size, shadow_train=cfg.dp_shadow_train,
                             noise_multiplier=sigma, steps=cfg.dp_reconstructor_steps, progress=progress)
-        rows.append({"noise multiplier": sigma, **epsilons(recipe, sigma), **_dp_row(result)})
+        rows.append({"noise multiplier": sigma, **epsilons(recipe, sigma), **_rates_row(result)})
     return pd.DataFrame(rows)
 
 
-def _dp_row(result: AttackResult) -> dict[str, float]:
+def _rates_row(result: AttackResult) -> dict[str, float]:
     s = result.summary()
     return {"head accuracy": s["head accuracy"], "TPR*": s["TPR*"], "FPR*": s["FPR*"],
             "TPR@FPR=0.01": s["TPR@FPR=0.01"], "TPR@FPR=0.01 SE": s["TPR@FPR=0.01 SE"]}
@@ -483,9 +480,9 @@ def factor_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: At
     for count in sorted({*cfg.shadow_counts, cfg.shadow_train}):
         result = reference if count == cfg.shadow_train else run_attack(
             cfg, pool, extractor, set_size=10, shadow_train=count, progress=progress)
-        rows.append({"factor": "shadow heads", "value": count, **_dp_row(result)})
+        rows.append({"factor": "shadow heads", "value": count, **_rates_row(result)})
     for std in sorted({*cfg.init_stds, cfg.init_std}):
         result = reference if std == cfg.init_std else run_attack(
             cfg, pool, extractor, set_size=10, init_std=std, progress=progress)
-        rows.append({"factor": "init std", "value": std, **_dp_row(result)})
+        rows.append({"factor": "init std", "value": std, **_rates_row(result)})
     return pd.DataFrame(rows)

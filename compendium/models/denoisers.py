@@ -16,6 +16,7 @@ from diffusers.models.embeddings import get_timestep_embedding
 from torch import nn
 
 from compendium import validation
+from compendium.models.classifiers import init_parameters
 
 
 class MLPDenoiser(nn.Module):
@@ -34,11 +35,7 @@ class MLPDenoiser(nn.Module):
         self.blocks = nn.ModuleList([nn.Linear(hidden, hidden) for _ in range(2)])
         self.out = nn.Linear(hidden, pixels)
         if generator is not None:  # PyTorch's default initialisation, drawn from the given generator
-            for layer in (self.inp, *self.blocks, self.out):
-                bound = 1 / math.sqrt(layer.in_features)
-                with torch.no_grad():
-                    layer.weight.uniform_(-bound, bound, generator=generator)
-                    layer.bias.uniform_(-bound, bound, generator=generator)
+            init_parameters(self, generator)
 
     def forward(self, x: torch.Tensor, t: torch.Tensor | int) -> torch.Tensor:
         t = torch.as_tensor(t, device=x.device).reshape(-1).expand(len(x))

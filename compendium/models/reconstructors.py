@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from compendium import validation
+from compendium.models.classifiers import init_parameters
 
 
 class MLPReconstructor(nn.Module):
@@ -33,13 +34,8 @@ class MLPReconstructor(nn.Module):
         self.image_shape = tuple(int(s) for s in image_shape)
         self.net = nn.Sequential(nn.Linear(in_features, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
                                  nn.Linear(hidden, math.prod(self.image_shape)), nn.Tanh())
-        if generator is not None:  # PyTorch's default Linear initialisation, drawn from the given generator
-            for layer in self.net:
-                if isinstance(layer, nn.Linear):
-                    bound = 1 / math.sqrt(layer.in_features)
-                    with torch.no_grad():
-                        layer.weight.uniform_(-bound, bound, generator=generator)
-                        layer.bias.uniform_(-bound, bound, generator=generator)
+        if generator is not None:  # PyTorch's default initialisation, drawn from the given generator
+            init_parameters(self, generator)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x).reshape(len(x), *self.image_shape)
