@@ -72,6 +72,16 @@ def photo(name: str = "astronaut", resolution: int = 32) -> torch.Tensor:
     return _resize(im[top:top + s, left:left + s], resolution)[None]
 
 
+def _image_files(folder: str | Path, n: int, what: str, how: str) -> list[Path]:
+    """The first ``n`` image files of ``folder`` sorted by name; a ``FileNotFoundError`` saying ``how`` to get ``what``
+    when it holds fewer."""
+    root = Path(folder)
+    files = sorted(p for p in root.iterdir() if _is_image(p)) if root.is_dir() else []
+    if len(files) < n:
+        raise FileNotFoundError(f"paper scale needs {n} {what} in {root.resolve()} but found {len(files)}. {how}")
+    return files[:n]
+
+
 def imagenet_folder(path: str | Path, n: int = 100, resolution: int = 224) -> torch.Tensor:
     """The first ``n`` images (sorted by file name) of a folder of ImageNet validation images.
 
@@ -81,18 +91,13 @@ def imagenet_folder(path: str | Path, n: int = 100, resolution: int = 224) -> to
     """
     from PIL import Image
 
-    folder = Path(path)
-    files = sorted(p for p in folder.iterdir() if _is_image(p)) if folder.is_dir() else []
-    if len(files) < n:
-        raise FileNotFoundError(
-            f"paper scale needs {n} ImageNet validation images in {folder.resolve()} but found {len(files)}. "
-            "Register at https://image-net.org, download the ILSVRC2012 validation images "
-            "(ILSVRC2012_img_val.tar), and extract at least "
-            f"{n} of them into that folder (or pass imagenet_dir=/path/to/folder)."
-        )
+    files = _image_files(path, n, "ImageNet validation images",
+                         "Register at https://image-net.org, download the ILSVRC2012 validation images "
+                         f"(ILSVRC2012_img_val.tar), and extract at least {n} of them into that folder (or pass "
+                         "imagenet_dir=/path/to/folder).")
     short = round(resolution * 256 / 224)
     out = []
-    for f in files[:n]:
+    for f in files:
         with Image.open(f) as im:
             im = im.convert("RGB")
             w, h = im.size
@@ -201,6 +206,31 @@ def chapter_images(source: str, n: int, resolution: int, seed: int = 0,
         folder = Path(imagenet_dir if imagenet_dir is not None else "data/imagenet-val")
         return imagenet_folder(folder if folder.is_absolute() else repository_root() / folder, n, resolution)
     raise ValueError(f"source={source!r}; allowed: 'photos', 'imagenet'")
+
+
+def celeba_hq(folder: str | Path, n: int, resolution: int = 256) -> torch.Tensor:
+    """The first ``n`` images (sorted by file name) of a folder of CelebA-HQ faces, centre-cropped to a square,
+    resized to ``resolution`` (bilinear, antialiased), RGB in [0, 1], shape (n, 3, resolution, resolution): the
+    diffusion chapter's private targets at paper scale.  CelebA-HQ is not downloaded here (its licence asks for an
+    agreement)."""
+    from PIL import Image
+
+    validation.integer("n", n)
+    validation.integer("resolution", resolution, minimum=8)
+    files = _image_files(folder, n, "CelebA-HQ images",
+                         "Get CelebA-HQ (Karras et al. 2018, the 'data1024x1024' or a 256x256 release; see "
+                         f"https://github.com/tkarras/progressive_growing_of_gans), put at least {n} of its PNG/JPEG "
+                         "files into that folder, or pass celeba_dir=/path/to/folder.")
+    out = []
+    for f in files:
+        with Image.open(f) as im:
+            im = im.convert("RGB")
+            w, h = im.size
+            s = min(w, h)
+            im = im.crop(((w - s) // 2, (h - s) // 2, (w - s) // 2 + s, (h - s) // 2 + s))
+            im = im.resize((resolution, resolution), Image.BILINEAR)
+            out.append(torch.from_numpy(np.asarray(im, dtype=np.float32) / 255.0).permute(2, 0, 1))
+    return torch.stack(out)
 
 
 # ---------------------------------------------------------------------------------------------------------------

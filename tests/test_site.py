@@ -113,6 +113,16 @@ def test_chapter_pages_have_figures(site: Path, page: str) -> None:
     assert existing, f"{page}: no figure (an <img> whose file exists); found {images}"
 
 
+def test_errata_tables_render_whole_rows(site: Path) -> None:
+    """Every row of the errata tables has as many cells as the header (a stray line break inside a Markdown row, e.g.
+    a ``\\neq`` written as a newline, silently cuts the row and drops the rest of it from the table)."""
+    tables = soup(site / "book" / "errata.html").find_all("table")
+    assert len(tables) >= 4, f"the errata page has {len(tables)} tables"
+    for table in tables:
+        widths = [len(row.find_all(["td", "th"])) for row in table.find_all("tr")]
+        assert len(set(widths)) == 1 and len(widths) > 1, f"errata table {table.get('id')}: row widths {widths}"
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # A real browser
 # ---------------------------------------------------------------------------------------------------------------

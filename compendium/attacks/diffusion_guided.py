@@ -17,7 +17,7 @@ image and steers the reverse diffusion of an unconditional prior towards images 
   (``zeta = 0``).
 * Reconstruction Vulnerability (Definition 3, Eq. 16): the Frobenius norm of the Jacobian of the weight gradient
   with respect to the input, exactly (:func:`gradient_jacobian_norm`, ``torch.func``) and by the paper's random
-  projection Eq. (17) (:func:`gradient_jacobian_norm_eq17`).
+  projections Eq. (17) (:func:`gradient_jacobian_norm_eq17`).
 
 Every sampler returns a :class:`Trajectory`: the final Tweedie estimate, the loss at every step and, when the
 private image is given, the MSE and PSNR at every step and the **oracle** peak (the step closest to the private
@@ -75,6 +75,21 @@ def train_denoiser(model: nn.Module, images: torch.Tensor, *, epochs: int, gener
                      desc="diffusion prior")
 
 
+@torch.no_grad()
+def sample_prior(denoiser: nn.Module, shape: tuple[int, ...], *, generator: torch.Generator,
+                 steps: int = TRAIN_STEPS, device: str | torch.device = "cpu") -> torch.Tensor:
+    """Unconditional samples of the prior, a batch of ``shape`` (B, C, H, W): ``steps`` ancestral DDPM steps
+    (``DDPMScheduler.step``) from ``x_N ~ N(0, I)``; the samplers with ``zeta = 0`` / ``m_r = 0`` do the same one
+    image at a time."""
+    _check_generator(generator)
+    scheduler = ddpm_scheduler()
+    scheduler.set_timesteps(validation.integer("steps", steps))
+    x = torch.randn(shape, generator=generator, device=generator.device).to(device)
+    for t in scheduler.timesteps:
+        x = scheduler.step(predict_noise(denoiser, x, t), t, x, generator=generator).prev_sample
+    return x.clamp(-1, 1)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The release
 # ---------------------------------------------------------------------------------------------------------------
@@ -107,16 +122,22 @@ def _matching_loss(model, x0, label, target_gradient, normalise) -> torch.Tensor
 # ---------------------------------------------------------------------------------------------------------------
 # Trajectories
 # ---------------------------------------------------------------------------------------------------------------
+SNAPSHOTS = 7  # estimates kept along a trajectory, evenly spaced from the first step to the last
+
+
 @dataclass
 class Trajectory:
     """A sampler's run: ``final`` (the last Tweedie estimate, (1, C, H, W) in [-1, 1]); per step ``timesteps`` and
-    the matching ``loss``; with the private image, ``mse`` and ``psnr`` per step and the **oracle** peak
-    (``peak_step``, ``peak_psnr``, ``peak_image``): the step whose estimate is closest to the private image, which the
-    attacker cannot know."""
+    the matching ``loss``; the estimates at :data:`SNAPSHOTS` evenly spaced steps (``snapshots`` (k, C, H, W) at the
+    step indices ``snapshot_steps``, the paper's Figure 3); with the private image, ``mse`` and ``psnr`` per step and
+    the **oracle** peak (``peak_step``, ``peak_psnr``, ``peak_image``): the step whose estimate is closest to the
+    private image, which the attacker cannot know."""
 
     final: torch.Tensor
     timesteps: np.ndarray
     loss: np.ndarray
+    snapshots: torch.Tensor
+    snapshot_steps: np.ndarray
     mse: np.ndarray | None = None
     psnr: np.ndarray | None = None
     peak_step: int | None = None
@@ -129,14 +150,19 @@ class Trajectory:
 
 
 class _Recorder:
-    def __init__(self, target):
+    def __init__(self, target, steps: int):
         self.target = None if target is None else target.detach()
+        self.keep = set(np.linspace(0, steps - 1, min(SNAPSHOTS, steps)).round().astype(int).tolist())
         self.timesteps, self.loss, self.mse, self.psnr, self.best = [], [], [], [], (-math.inf, None, None)
+        self.snapshots, self.snapshot_steps = [], []
 
     def __call__(self, t, x0, loss):
         x0 = x0.detach()
+        if len(self.timesteps) in self.keep:
+            self.snapshots.append(x0[0].cpu())
+            self.snapshot_steps.append(len(self.timesteps))
         self.timesteps.append(int(t))
-        self.loss.append(float(loss))
+        self.loss.append(float(loss.detach()) if torch.is_tensor(loss) else float(loss))
         if self.target is not None:
             self.mse.append(float(metrics.mse(x0, self.target)))
             self.psnr.append(float(metrics.psnr(x0, self.target, data_range=2.0)))  # images in [-1, 1]
@@ -146,15 +172,19 @@ class _Recorder:
 
     def result(self) -> Trajectory:
         known = self.target is not None
-        return Trajectory(self.final, np.array(self.timesteps), np.array(self.loss),
-                          np.array(self.mse) if known else None, np.array(self.psnr) if known else None,
-                          self.best[1] if known else None, self.best[0] if known else None,
-                          self.best[2] if known else None)
+        return Trajectory(self.final, np.array(self.timesteps), np.array(self.loss), torch.stack(self.snapshots),
+                          np.array(self.snapshot_steps), np.array(self.mse) if known else None,
+                          np.array(self.psnr) if known else None, self.best[1] if known else None,
+                          self.best[0] if known else None, self.best[2] if known else None)
+
+
+def _check_generator(generator) -> None:
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator={generator!r}; allowed: a torch.Generator (the samplers are seeded)")
 
 
 def _check_common(target_gradient, shape, generator, target) -> None:
-    if not isinstance(generator, torch.Generator):
-        raise ValueError(f"generator={generator!r}; allowed: a torch.Generator (the samplers are seeded)")
+    _check_generator(generator)
     if target_gradient.ndim != 1:
         raise ValueError(f"target_gradient of shape {tuple(target_gradient.shape)}; allowed: a flat vector")
     if len(shape) != 4 or shape[0] != 1:
@@ -176,7 +206,7 @@ def dps_reconstruct(denoiser: nn.Module, model: nn.Module, label: torch.Tensor, 
     scheduler.set_timesteps(steps)
     device = target_gradient.device
     x = torch.randn(shape, generator=generator, device=generator.device).to(device)
-    record = _Recorder(target)
+    record = _Recorder(target, len(scheduler.timesteps))
     for t in scheduler.timesteps:
         x = x.detach().requires_grad_(True)
         out = scheduler.step(predict_noise(denoiser, x, t), t, x, generator=generator)
@@ -211,10 +241,11 @@ def dsg_reconstruct(denoiser: nn.Module, model: nn.Module, label: torch.Tensor, 
     device = target_gradient.device
     n = math.prod(shape[1:])
     x = torch.randn(shape, generator=generator, device=generator.device).to(device)
-    record = _Recorder(target)
+    record = _Recorder(target, len(scheduler.timesteps))
     for index, t in enumerate(scheduler.timesteps):
         x = x.detach().requires_grad_(True)
-        out = scheduler.step(predict_noise(denoiser, x, t), t, x, eta=1.0, variance_noise=torch.zeros_like(x))
+        out = scheduler.step(predict_noise(denoiser, x, t), t, x, eta=1.0, use_clipped_model_output=True,
+                             variance_noise=torch.zeros_like(x))
         loss = _matching_loss(model, out.pred_original_sample, label, target_gradient, normalise)
         sigma_t = ddim_sigma(scheduler, t)
         guided = rate > 0 and index % interval == 0 and sigma_t > 0
@@ -244,7 +275,7 @@ def gradient_matching(model: nn.Module, label: torch.Tensor, target_gradient: to
     x = torch.randn(shape, generator=generator, device=generator.device).to(target_gradient.device)
     x.requires_grad_(True)
     opt = torch.optim.Adam([x], lr=validation.positive("lr", lr))
-    record = _Recorder(target)
+    record = _Recorder(target, iterations)
     for step in range(iterations):
         opt.zero_grad()
         loss = _matching_loss(model, x, label, target_gradient, normalise) ** 2
@@ -269,26 +300,43 @@ def _gradient_map(model: nn.Module, label: torch.Tensor):
     return gradient_of
 
 
+def gradient_jacobian(model: nn.Module, image: torch.Tensor, label: torch.Tensor) -> torch.Tensor:
+    """``J = d g(x) / d x`` for one image ``x`` (C, H, W) and its label: an ``m x n`` matrix (``m`` weights, ``n``
+    pixels), ``g`` the flattened weight gradient, by forward-over-reverse ``torch.func.jacfwd`` of ``torch.func.grad``
+    (one Jacobian-vector product per pixel; reverse mode would need one per weight, ``m`` of them)."""
+    return torch.func.jacfwd(_gradient_map(model, label))(image).flatten(1)
+
+
 def gradient_jacobian_norm(model: nn.Module, images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """``||d g(x) / d x||_F`` per image (B,), ``g`` the flattened weight gradient: the quantity Definition 3 maximises
-    over the data (Eq. 16), exactly, by ``torch.func.jacrev`` of ``torch.func.grad`` (one Jacobian per image)."""
-    norms = []
-    for x, y in zip(images, labels):
-        jac = torch.func.jacrev(_gradient_map(model, y))(x)
-        norms.append(jac.flatten(1).norm())
-    return torch.stack(norms)
+    """``||d g(x) / d x||_F`` per image (B,): the quantity Definition 3 maximises over the data (Eq. 16), exactly
+    (:func:`gradient_jacobian`)."""
+    return torch.stack([gradient_jacobian(model, x, y).norm() for x, y in zip(images, labels)])
+
+
+DIRECTION_LAWS = ("gaussian", "unit")
 
 
 def gradient_jacobian_norm_eq17(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *, directions: int,
-                                generator: torch.Generator) -> torch.Tensor:
-    """The paper's estimator Eq. (17) per image (B,): ``sqrt(mean_k ||J v_k||^2)`` over ``directions`` Gaussian
-    vectors ``v_k ~ N(0, I)`` in input space (Jacobian-vector products, ``torch.func.jvp`` under ``vmap``), unbiased for
-    ``||J||_F^2`` since ``E[v v^T] = I``."""
+                                generator: torch.Generator, law: str = "gaussian") -> torch.Tensor:
+    """The paper's estimator Eq. (17) per image (B,): ``mean_j ||grad_x (v_j^T grad_W F(x; W))|| = mean_j ||J^T v_j||``
+    over ``directions`` random ``v_j`` in the weight-gradient space (one vector-Jacobian product, i.e. one double
+    back-propagation, per direction; ``torch.func.vjp`` under ``vmap``, in chunks of at most 2^27 numbers).
+
+    The paper says "random orthogonal directions" and gives no law.  ``law="gaussian"``: ``v ~ N(0, I_m)``, so
+    ``E ||J^T v||^2 = ||J||_F^2`` and, by Jensen, the mean of norms is at most ``||J||_F``; ``law="unit"``: ``v``
+    uniform on the unit sphere, about ``1 / sqrt(m)`` times the Gaussian value."""
     validation.integer("directions", directions)
+    validation.choice("law", law, DIRECTION_LAWS)
     out = []
     for x, y in zip(images, labels):
-        fn = _gradient_map(model, y)
-        v = torch.randn((directions, *x.shape), generator=generator, device=generator.device).to(x)
-        products = torch.func.vmap(lambda d: torch.func.jvp(fn, (x,), (d,))[1])(v)  # all directions at once
-        out.append(math.sqrt(float(products.pow(2).sum(1).mean())))
+        gradient, vjp = torch.func.vjp(_gradient_map(model, y), x)
+        chunk = max(1, 2 ** 27 // gradient.numel())
+        norms = []
+        for start in range(0, directions, chunk):
+            v = torch.randn((min(chunk, directions - start), gradient.numel()), generator=generator,
+                            device=generator.device).to(gradient)
+            if law == "unit":
+                v = v / v.norm(dim=1, keepdim=True)
+            norms.append(torch.func.vmap(vjp)(v)[0].flatten(1).norm(dim=1))
+        out.append(float(torch.cat(norms).mean()))
     return torch.tensor(out)

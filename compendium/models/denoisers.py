@@ -50,3 +50,28 @@ def predict_noise(model: nn.Module, x: torch.Tensor, t: torch.Tensor | int) -> t
     """``eps_theta(x, t)`` of an :class:`MLPDenoiser` or a ``diffusers.UNet2DModel`` (whose output is ``.sample``)."""
     out = model(x, t)
     return out.sample if hasattr(out, "sample") else out
+
+
+class PriorUnavailable(FileNotFoundError):
+    """A pretrained diffusion checkpoint is neither a local folder nor in the Hugging Face cache, and cannot be
+    downloaded here."""
+
+
+def pretrained_denoiser(checkpoint: str) -> nn.Module:
+    """``diffusers.UNet2DModel.from_pretrained(checkpoint)`` in ``eval()`` mode without gradients: a local folder
+    written by ``save_pretrained`` or a Hugging Face hub id (e.g. ``google/ddpm-celebahq-256``, 256x256 faces, about
+    450 MB, downloaded once into the Hugging Face cache).  Offline and not cached: :class:`PriorUnavailable` saying
+    what to fetch and where."""
+    from diffusers import UNet2DModel
+
+    if not isinstance(checkpoint, str) or not checkpoint:
+        raise ValueError(f"checkpoint={checkpoint!r}; allowed: a hub id such as 'google/ddpm-celebahq-256' or a folder")
+    try:
+        model = UNet2DModel.from_pretrained(checkpoint)
+    except (OSError, ValueError) as err:  # diffusers raises OSError (EnvironmentError) when offline or not found
+        raise PriorUnavailable(
+            f"the diffusion prior {checkpoint!r} could not be loaded ({type(err).__name__}). Paper scale needs a "
+            "pretrained UNet2DModel: on a machine with internet run `python -c \"from diffusers import UNet2DModel; "
+            f"UNet2DModel.from_pretrained('{checkpoint}')\"` once (it fills the Hugging Face cache, HF_HOME), or "
+            "save one with save_pretrained and pass its folder as prior_checkpoint") from err
+    return model.eval().requires_grad_(False)

@@ -1,0 +1,485 @@
+"""The diffusion chapter (Huang, Meng et al. 2024, "Gradient-guided conditional diffusion models for private image
+reconstruction"): its settings at each scale and the pipelines its notebook calls.
+
+At ``ci`` and ``book`` scale everything runs on scikit-learn's bundled 8x8 digits, offline: images 0-1499 (in
+scikit-learn's order) train the diffusion prior from scratch, the next ones are the private targets, which the prior
+never sees (the paper's FFHQ-trained prior and CelebA-HQ targets); a target's label is its digit's parity, the
+two classes of the paper's attacked models, known to the attacker.  The attacked networks are the paper's
+(:func:`compendium.models.gradient_targets.gradient_target`) at 1x8x8 with fixed random weights.  At ``paper`` scale
+the prior is a pretrained ``diffusers.UNet2DModel`` from the Hugging Face hub and the targets are CelebA-HQ faces
+from a folder the user fills, at 3x256x256.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+from tqdm import tqdm
+
+from compendium import data as datasets
+from compendium import metrics, validation
+from compendium.attacks import diffusion_guided as dg
+from compendium.base import repository_root, resolve_device
+from compendium.bounds import diffusion as theory
+from compendium.chapters.base import Settings as _Settings
+from compendium.chapters.base import resolve
+from compendium.models import denoisers
+from compendium.models.gradient_targets import NAMES as MODEL_NAMES
+from compendium.models.gradient_targets import gradient_target
+
+TITLE = "Gradient-guided conditional diffusion models for private image reconstruction"
+
+PRIOR_IMAGES = 1500  # digits 0-1499 train the prior; the targets follow
+DELTA = 1e-5  # Table 1's delta
+METHODS = ("DPS", "DSG")
+
+#: Table 1 (PSNR in dB and MSE, at the oracle peak), keyed by (method, normalised, sigma^2).
+PAPER_TABLE1 = {
+    ("DPS", False, 1e-4): (24.0428, 3.9420e-03), ("DPS", False, 1e-3): (20.4003, 9.1194e-03),
+    ("DPS", False, 1e-2): (18.4069, 1.4431e-02), ("DPS", False, 1e-1): (16.8882, 2.0473e-02),
+    ("DSG", False, 1e-4): (28.0284, 1.5746e-03), ("DSG", False, 1e-3): (24.0488, 3.9366e-03),
+    ("DSG", False, 1e-2): (14.9709, 3.6552e-02), ("DSG", False, 1e-1): (9.0239, 1.2520e-01),
+    ("DPS", True, 1e-4): (27.0536, 1.9708e-03), ("DPS", True, 1e-3): (24.0561, 3.9300e-03),
+    ("DPS", True, 1e-2): (20.7678, 8.3796e-03), ("DPS", True, 1e-1): (18.5801, 1.3867e-02),
+    ("DSG", True, 1e-4): (30.0189, 9.9565e-04), ("DSG", True, 1e-3): (26.2142, 2.3910e-03),
+    ("DSG", True, 1e-2): (22.4340, 5.7095e-03), ("DSG", True, 1e-1): (11.5858, 6.9409e-02),
+}
+#: Table 2: RV (Eq. 17) and PSNR of DPS and DSG, per attacked model (ResNet9 is our ResMini's counterpart).
+PAPER_TABLE2 = {"ResMini": (0.0543, 10.170, 10.223), "MLP_3": (8.7102, 34.3071, 45.052),
+                "CNN": (18.5093, 37.3518, 38.528), "MLP_2": (20.8503, 44.1768, 45.122),
+                "MLP_1": (52.7335, 46.1509, 43.422)}
+#: Tables 3 and 4: PSNR against the DPS step size zeta and the DSG guidance rate m_r (CNN, no noise).
+PAPER_TABLE3 = {30: 28.0407, 70: 31.2382, 110: 35.7306, 150: 36.0518, 190: 38.1324, 230: 39.7673, 270: 38.0847,
+                310: 22.1962}
+PAPER_TABLE4 = {0.01: 26.9023, 0.05: 34.1201, 0.10: 36.6198, 0.15: 38.6787, 0.20: 41.1230, 0.30: 38.3065,
+                0.40: 39.6746, 0.60: 36.9023, 0.80: 35.6101, 1.00: 35.0800}
+#: Tables 5 and 6: PSNR of the baselines and both samplers without noise and at sigma^2 = 0.01 (raw gradients).
+PAPER_TABLE5 = {"DLG": 13.1835, "IG": 17.0756, "GI": 16.5109, "GIAS": 13.3885, "GGL": 17.4923, "GIFD": 20.0534,
+                "FinetunedDiff": 25.2863, "DPS": 39.7673, "DSG": 41.1229}
+PAPER_TABLE6 = {"DLG": 6.5871, "IG": 11.2677, "GI": 10.4968, "GIAS": 12.1276, "GGL": 14.8982, "GIFD": 13.7118,
+                "FinetunedDiff": 11.6675, "DPS": 18.4069, "DSG": 14.9709}
+TABLE6_VARIANCE = 1e-2
+
+SCALES = {
+    "ci": dict(image_size=8, in_channels=1, prior_epochs=100, prior_hidden=512, prior_samples=8, targets=1,
+               dps_steps=200, dps_zeta=3.0, dsg_steps=50, dsg_rate=0.2, variances=(0.0, 1e-3, 1e-1),
+               normalised_variances=(1e-2,), attacked_models=("MLP_1", "CNN"), rv_images=2, rv_directions=8,
+               sweep_zetas=(0.3, 3.0, 30.0), sweep_rates=(0.05, 0.2, 1.0), dlg_iterations=200,
+               prior_checkpoint=None, celeba_dir=None),
+    "book": dict(image_size=8, in_channels=1, prior_epochs=700, prior_hidden=512, prior_samples=16, targets=2,
+                 dps_steps=1000, dps_zeta=3.0, dsg_steps=100, dsg_rate=0.2, variances=(0.0, 1e-4, 1e-3, 1e-2, 1e-1),
+                 normalised_variances=(1e-4, 1e-3, 1e-2, 1e-1), attacked_models=MODEL_NAMES, rv_images=10,
+                 rv_directions=30, sweep_zetas=(0.3, 1.0, 3.0, 10.0, 30.0),
+                 sweep_rates=(0.05, 0.1, 0.2, 0.4, 0.6, 1.0), dlg_iterations=1000, prior_checkpoint=None,
+                 celeba_dir=None),
+    "paper": dict(image_size=256, in_channels=3, prior_epochs=1, prior_hidden=512, prior_samples=4, targets=4,
+                  dps_steps=1000, dps_zeta=230.0, dsg_steps=100, dsg_rate=0.2,
+                  variances=(0.0, 1e-4, 1e-3, 1e-2, 1e-1), normalised_variances=(1e-4, 1e-3, 1e-2, 1e-1),
+                  attacked_models=MODEL_NAMES, rv_images=310, rv_directions=1000,
+                  sweep_zetas=tuple(float(z) for z in PAPER_TABLE3), sweep_rates=tuple(PAPER_TABLE4),
+                  dlg_iterations=1000, prior_checkpoint="google/ddpm-celebahq-256", celeba_dir="data/celeba-hq"),
+}
+
+
+@dataclass(frozen=True)
+class Settings(_Settings):
+    """Settings of the diffusion chapter.
+
+    ``image_size`` / ``in_channels`` the images (8 / 1: the digits; otherwise CelebA-HQ from ``celeba_dir`` with the
+    pretrained prior ``prior_checkpoint``); ``prior_epochs`` / ``prior_hidden`` the prior trained here (Adam,
+    batches of 256) and ``prior_samples`` how many of its samples to show; ``targets`` the private images attacked;
+    ``dps_steps`` / ``dps_zeta`` Algorithm 1 (DDPM steps, step size), ``dsg_steps`` / ``dsg_rate`` Algorithm 2 (DDIM
+    steps, guidance rate m_r); ``variances`` the noise grid sigma^2 on raw gradients (0 allowed) and
+    ``normalised_variances`` on normalised ones (Table 1); ``attacked_models`` Table 2's networks (the others use
+    the CNN); ``rv_images`` / ``rv_directions`` the images and random directions of Reconstruction Vulnerability;
+    ``sweep_zetas`` / ``sweep_rates`` Tables 3-4; ``dlg_iterations`` the prior-free baseline's Adam steps.
+    """
+
+    image_size: int
+    in_channels: int
+    prior_epochs: int
+    prior_hidden: int
+    prior_samples: int
+    targets: int
+    dps_steps: int
+    dps_zeta: float
+    dsg_steps: int
+    dsg_rate: float
+    variances: tuple[float, ...]
+    normalised_variances: tuple[float, ...]
+    attacked_models: tuple[str, ...]
+    rv_images: int
+    rv_directions: int
+    sweep_zetas: tuple[float, ...]
+    sweep_rates: tuple[float, ...]
+    dlg_iterations: int
+    prior_checkpoint: str | None
+    celeba_dir: str | None
+
+    def validate(self) -> None:
+        validation.integer("image_size", self.image_size, minimum=8)
+        if self.image_size % 4:
+            raise ValueError(f"image_size={self.image_size!r}; allowed: a multiple of 4 (the CNN pools twice)")
+        validation.choice("in_channels", self.in_channels, (1, 3))
+        if self.digits and self.prior_checkpoint is not None:
+            raise ValueError(f"prior_checkpoint={self.prior_checkpoint!r}; allowed: None at image_size=8 (the "
+                             "digits' prior is trained here)")
+        if not self.digits and (self.prior_checkpoint is None or self.celeba_dir is None):
+            raise ValueError(f"image_size={self.image_size!r} needs prior_checkpoint (a pretrained UNet2DModel) and "
+                             "celeba_dir (a folder of CelebA-HQ images); allowed without them: image_size=8, "
+                             "in_channels=1 (the bundled digits)")
+        for name in ("prior_epochs", "prior_hidden", "prior_samples", "targets", "rv_images", "rv_directions",
+                     "dlg_iterations"):
+            validation.integer(name, getattr(self, name))
+        validation.integer("dps_steps", self.dps_steps, minimum=2)
+        validation.integer("dsg_steps", self.dsg_steps, minimum=2)
+        if self.digits and max(self.targets, self.rv_images) + PRIOR_IMAGES > 1797:
+            raise ValueError(f"targets={self.targets!r}, rv_images={self.rv_images!r}; allowed: at most 297 (the "
+                             "digits after the prior's 1500)")
+        validation.number("dps_zeta", self.dps_zeta, at_least=0.0, what="DPS step size")
+        validation.number("dsg_rate", self.dsg_rate, at_least=0.0, at_most=1.0, what="DSG guidance rate m_r")
+        if not self.variances:
+            raise ValueError("variances=(); allowed: a non-empty list of noise variances >= 0")
+        validation.number("variances", list(self.variances), at_least=0.0, what="noise variances")
+        validation.grid("normalised_variances", self.normalised_variances, what="noise variances")
+        if not self.attacked_models or any(m not in MODEL_NAMES for m in self.attacked_models):
+            raise ValueError(f"attacked_models={self.attacked_models!r}; allowed: a non-empty subset of {MODEL_NAMES}")
+        validation.grid("sweep_zetas", self.sweep_zetas, what="DPS step sizes")
+        validation.grid("sweep_rates", self.sweep_rates, what="DSG guidance rates")
+        validation.number("sweep_rates", list(self.sweep_rates), at_most=1.0, what="DSG guidance rates")
+
+    @property
+    def digits(self) -> bool:
+        return self.image_size == 8 and self.in_channels == 1
+
+    @property
+    def shape(self) -> tuple[int, int, int, int]:
+        return (1, self.in_channels, self.image_size, self.image_size)
+
+
+def settings(scale: str = "book", device: str = "auto", seed: int = 0, **overrides) -> Settings:
+    """The chapter's settings: the scale's values, replaced by every override that is not ``None``."""
+    return resolve(Settings, SCALES, scale, device, seed, overrides)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Data, prior and attacked models
+# ---------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Data:
+    """Images in [-1, 1]: the prior's training images (``None`` with a pretrained prior), the RV images and their
+    labels; the private ``targets`` are the first ``cfg.targets`` RV images."""
+
+    prior: torch.Tensor | None
+    images: torch.Tensor
+    labels: torch.Tensor
+    targets: int
+
+    def target(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.images[i:i + 1], self.labels[i:i + 1]
+
+
+def load_data(cfg: Settings) -> Data:
+    """The digits split at :data:`PRIOR_IMAGES` (labels: digit parity), or ``max(targets, rv_images)`` CelebA-HQ
+    images from ``cfg.celeba_dir`` (labels alternate 0, 1: the paper does not say where its labels come from)."""
+    count = max(cfg.targets, cfg.rv_images)
+    if cfg.digits:
+        x, y = datasets.digits("all")
+        x = 2 * x - 1
+        return Data(x[:PRIOR_IMAGES], x[PRIOR_IMAGES:PRIOR_IMAGES + count], y[PRIOR_IMAGES:PRIOR_IMAGES + count] % 2,
+                    cfg.targets)
+    folder = Path(cfg.celeba_dir)
+    folder = folder if folder.is_absolute() else repository_root() / folder
+    images = 2 * datasets.celeba_hq(folder, count, cfg.image_size) - 1
+    return Data(None, images, torch.arange(count) % 2, cfg.targets)
+
+
+@dataclass
+class Prior:
+    """The denoiser ``eps_theta`` (frozen, in ``eval()``), where it comes from, its training loss per epoch and the
+    seconds it took to train (0 for a pretrained one)."""
+
+    model: nn.Module
+    source: str
+    history: list[float]
+    seconds: float
+
+    @property
+    def parameters(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())
+
+    def describe(self) -> str:
+        """One line: where the prior comes from, its size, and its training."""
+        line = f"prior: {self.source}, {self.parameters:,} parameters"
+        if self.history:
+            line += (f", {len(self.history)} epochs in {self.seconds:.0f} s, Eq. (8) loss {self.history[0]:.3f} -> "
+                     f"{self.history[-1]:.3f}")
+        return line
+
+
+def prior(cfg: Settings, data: Data, progress: bool = True) -> Prior:
+    """The digits' prior trained here (:class:`~compendium.models.denoisers.MLPDenoiser`, Eq. 8's loss, Adam lr 2e-3,
+    batches of 256, ``cfg.prior_epochs`` epochs) or the pretrained ``cfg.prior_checkpoint``."""
+    device = resolve_device(cfg.device)
+    if cfg.prior_checkpoint is not None:
+        return Prior(denoisers.pretrained_denoiser(cfg.prior_checkpoint).to(device), cfg.prior_checkpoint, [], 0.0)
+    generator = torch.Generator().manual_seed(cfg.seed)
+    model = denoisers.MLPDenoiser(cfg.shape[1:], hidden=cfg.prior_hidden, generator=generator)
+    start = time.perf_counter()
+    history = dg.train_denoiser(model, data.prior, epochs=cfg.prior_epochs, generator=generator, device=cfg.device,
+                                progress=progress)
+    seconds = time.perf_counter() - start
+    return Prior(model.eval().requires_grad_(False), "MLPDenoiser trained here", history["loss"], seconds)
+
+
+def denoiser_costs(cfg: Settings, repeats: int = 3) -> pd.DataFrame:
+    """Why the book's prior is an MLP: seconds per training step (a batch of 256) and per guided sampler step (a
+    forward and backward pass for one image) of the book's :class:`MLPDenoiser` and of a ``diffusers.UNet2DModel``
+    of about the same size (two resolution levels of 32 and 64 channels), measured side by side."""
+    from diffusers import UNet2DModel
+
+    generator = torch.Generator().manual_seed(cfg.seed)
+    unet = UNet2DModel(sample_size=cfg.image_size, in_channels=cfg.in_channels, out_channels=cfg.in_channels,
+                       block_out_channels=(32, 64), layers_per_block=1, norm_num_groups=8,
+                       down_block_types=("DownBlock2D", "DownBlock2D"), up_block_types=("UpBlock2D", "UpBlock2D"))
+    nets = {"MLPDenoiser (the book's)": denoisers.MLPDenoiser(cfg.shape[1:], hidden=cfg.prior_hidden,
+                                                                generator=generator),
+            "UNet2DModel (diffusers)": unet}
+    batch = torch.randn((256, *cfg.shape[1:]), generator=generator)
+    t = torch.randint(dg.TRAIN_STEPS, (256,), generator=generator)
+    rows = []
+    for name, net in nets.items():
+        opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+        x1 = batch[:1].clone().requires_grad_(True)
+        start = time.perf_counter()
+        for _ in range(repeats):
+            opt.zero_grad()
+            nn.functional.mse_loss(denoisers.predict_noise(net, batch, t), batch).backward()
+            opt.step()
+        train_step = (time.perf_counter() - start) / repeats
+        start = time.perf_counter()
+        for _ in range(5 * repeats):
+            torch.autograd.grad(denoisers.predict_noise(net, x1, t[:1]).sum(), x1)
+        rows.append({"denoiser": name, "parameters": sum(p.numel() for p in net.parameters()),
+                     "training step (s)": train_step, "guided step (s)": (time.perf_counter() - start) / (5 * repeats)})
+    return pd.DataFrame(rows)
+
+
+def attacked_model(cfg: Settings, name: str = "CNN") -> nn.Module:
+    """One of the paper's networks at the chapter's image size, with fixed random weights drawn from
+    ``cfg.seed + 1``, in ``eval()`` mode on the chapter's device."""
+    return gradient_target(name, in_channels=cfg.in_channels, image_size=cfg.image_size,
+                           generator=torch.Generator().manual_seed(cfg.seed + 1)).to(resolve_device(cfg.device))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# One attack
+# ---------------------------------------------------------------------------------------------------------------
+@dataclass
+class Run:
+    """One reconstruction: what was attacked and how, the sampler's :class:`~compendium.attacks.diffusion_guided.
+    Trajectory`, the raw gradient's norm and the seconds it took."""
+
+    method: str
+    model: str
+    target: int
+    variance: float
+    normalised: bool
+    parameter: float
+    trajectory: dg.Trajectory
+    gradient_norm: float
+    seconds: float
+
+    def row(self, image: torch.Tensor) -> dict:
+        """The run as a table row, scored against the private ``image``: final and oracle-peak PSNR (images in [0, 1]
+        as the paper scores them), the peak's timestep, and the final image's SSIM."""
+        tr = self.trajectory
+        final = (tr.final.cpu() + 1) / 2
+        truth = (image.cpu().reshape(final.shape) + 1) / 2
+        ssim = float(metrics.ssim(final, truth)) if min(truth.shape[-2:]) >= 7 else math.nan
+        return {"method": self.method, "model": self.model, "target": self.target, "σ²": self.variance,
+                "gradient": "normalised" if self.normalised else "raw", "parameter": self.parameter,
+                "final PSNR": tr.final_psnr, "peak PSNR": tr.peak_psnr, "peak t": int(tr.timesteps[tr.peak_step]),
+                "final SSIM": ssim, "‖g₀‖": self.gradient_norm, "seconds": self.seconds}
+
+
+def attack(cfg: Settings, prior_: Prior, model: nn.Module, data: Data, *, method: str, target: int,
+           variance: float = 0.0, normalised: bool = False, parameter: float | None = None,
+           model_name: str = "CNN") -> Run:
+    """Release the weight gradient of target ``target`` (noise drawn from seed ``100 + target``, offset by
+    ``1000 cfg.seed``) and reconstruct it with ``method``: ``"DPS"`` (Algorithm 1, ``parameter`` = zeta, default
+    ``cfg.dps_zeta``), ``"DSG"`` (Algorithm 2, ``parameter`` = m_r, default ``cfg.dsg_rate``), ``"prior"`` (DPS with
+    zeta = 0: an unconditional sample) or ``"DLG"`` (the prior-free gradient matching, ``cfg.dlg_iterations`` Adam
+    steps).  The sampler's seed is ``target + 1000 cfg.seed``."""
+    validation.choice("method", method, (*METHODS, "prior", "DLG"))
+    validation.integer("target", target, minimum=0)
+    if target >= len(data.images):
+        raise ValueError(f"target={target!r}; allowed: below {len(data.images)}")
+    variance = validation.number("variance", variance, at_least=0.0, what="noise variance sigma^2")
+    device = resolve_device(cfg.device)
+    image, label = (t.to(device) for t in data.target(target))
+    raw = dg.weight_gradient(model, image, label)
+    released = dg.release(raw, sigma=math.sqrt(variance), normalise=normalised,
+                          generator=torch.Generator().manual_seed(100 + target + 1000 * cfg.seed))
+    generator = torch.Generator().manual_seed(target + 1000 * cfg.seed)
+    common = dict(shape=tuple(image.shape), generator=generator, normalise=normalised, target=image)
+    start = time.perf_counter()
+    if method == "DSG":
+        parameter = cfg.dsg_rate if parameter is None else parameter
+        trajectory = dg.dsg_reconstruct(prior_.model, model, label, released, guidance_rate=parameter,
+                                        steps=cfg.dsg_steps, **common)
+    elif method == "DLG":
+        parameter = math.nan
+        trajectory = dg.gradient_matching(model, label, released, iterations=cfg.dlg_iterations, **common)
+    else:
+        parameter = 0.0 if method == "prior" else cfg.dps_zeta if parameter is None else parameter
+        trajectory = dg.dps_reconstruct(prior_.model, model, label, released, zeta=parameter, steps=cfg.dps_steps,
+                                        **common)
+    return Run(method, model_name, target, variance, normalised, float(parameter), trajectory, float(raw.norm()),
+               time.perf_counter() - start)
+
+
+class Experiment:
+    """The chapter's attacks on one prior and one set of targets, each computed once: :meth:`run` returns the stored
+    :class:`Run` when the same attack was asked for before (the noise grid's runs without noise are also Table 2's
+    CNN row, Table 3's default step size, Table 5's samplers)."""
+
+    def __init__(self, cfg: Settings, prior_: Prior, data: Data):
+        self.cfg, self.prior, self.data = cfg, prior_, data
+        self._models: dict[str, nn.Module] = {}
+        self._runs: dict[tuple, Run] = {}
+
+    def model(self, name: str = "CNN") -> nn.Module:
+        if name not in self._models:
+            self._models[name] = attacked_model(self.cfg, name)
+        return self._models[name]
+
+    def run(self, *, method: str, target: int, variance: float = 0.0, normalised: bool = False,
+            parameter: float | None = None, model: str = "CNN") -> Run:
+        """:func:`attack` with the chapter's defaults (``parameter``: ``cfg.dps_zeta`` for DPS, ``cfg.dsg_rate`` for
+        DSG), once per distinct attack."""
+        if parameter is None and method in METHODS:
+            parameter = self.cfg.dps_zeta if method == "DPS" else self.cfg.dsg_rate
+        key = (method, model, target, float(variance), bool(normalised), parameter)
+        if key not in self._runs:
+            self._runs[key] = attack(self.cfg, self.prior, self.model(model), self.data, method=method, target=target,
+                                     variance=variance, normalised=normalised, parameter=parameter, model_name=model)
+        return self._runs[key]
+
+    def frame(self, runs: list[Run]) -> pd.DataFrame:
+        """One row per run (:meth:`Run.row`)."""
+        return pd.DataFrame([r.row(self.data.images[r.target]) for r in runs])
+
+    def runs(self, jobs: list[dict], progress: bool, desc: str) -> pd.DataFrame:
+        """:meth:`run` for every keyword set of ``jobs`` (a progress bar over them), as a table."""
+        return self.frame([self.run(**job) for job in tqdm(jobs, desc=desc, unit="run", disable=not progress)])
+
+    def seconds(self, method: str) -> float:
+        """Mean seconds per reconstruction of ``method`` over the runs so far (the CNN's)."""
+        times = [r.seconds for k, r in self._runs.items() if k[0] == method and k[1] == "CNN"]
+        return float(np.mean(times)) if times else math.nan
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Table 1: the noise grid
+# ---------------------------------------------------------------------------------------------------------------
+def noise_grid(exp: Experiment, progress: bool = True) -> pd.DataFrame:
+    """Both samplers on every target for each noise variance, on the CNN: ``cfg.variances`` on raw gradients and
+    ``cfg.normalised_variances`` on normalised ones (Sections 4.2.2-4.2.3).  One row per run."""
+    cfg = exp.cfg
+    jobs = [dict(method=m, target=i, variance=v, normalised=n)
+            for n, grid in ((False, cfg.variances), (True, cfg.normalised_variances))
+            for v in grid for m in METHODS for i in range(exp.data.targets)]
+    return exp.runs(jobs, progress, "noise grid")
+
+
+def table1(grid: pd.DataFrame) -> pd.DataFrame:
+    """Table 1's counterpart: per method, gradient and sigma^2, the mean over targets of the final and the oracle-peak
+    PSNR, the peak's timestep and the final SSIM; epsilon of the normalised release (sensitivity 1, delta = 1e-5) by
+    Lemma 1 and exactly; the paper's (peak) PSNR beside."""
+    out = (grid.groupby(["method", "gradient", "σ²"], sort=False)[["final PSNR", "peak PSNR", "peak t", "final SSIM"]]
+           .mean().reset_index())
+    normalised = out["gradient"] == "normalised"
+    sigma = np.sqrt(out["σ²"].where(normalised & (out["σ²"] > 0)))
+    out["ε (Lemma 1)"] = [theory.gaussian_mechanism_epsilon(s, delta=DELTA) if np.isfinite(s) else np.nan
+                          for s in sigma]
+    out["ε (exact)"] = [theory.gaussian_mechanism_epsilon_exact(s, delta=DELTA) if np.isfinite(s) else np.nan
+                        for s in sigma]
+    out["paper PSNR"] = [PAPER_TABLE1.get((m, g == "normalised", v), (np.nan,))[0]
+                         for m, g, v in zip(out["method"], out["gradient"], out["σ²"])]
+    return out
+
+
+def paper_table1_consistency() -> pd.DataFrame:
+    """Table 1 against itself: the printed PSNR beside ``-10 log10(MSE)`` of the printed MSE (images in [0, 1])."""
+    rows = [{"method": m, "gradient": "normalised" if n else "raw", "σ²": v, "MSE": mse, "PSNR printed": psnr,
+             "-10 log10 MSE": -10 * math.log10(mse)} for (m, n, v), (psnr, mse) in PAPER_TABLE1.items()]
+    out = pd.DataFrame(rows)
+    out["difference (dB)"] = out["PSNR printed"] - out["-10 log10 MSE"]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Table 2: Reconstruction Vulnerability
+# ---------------------------------------------------------------------------------------------------------------
+EXACT_RV_PIXELS = 4096  # the exact Jacobian costs one JVP per pixel: skipped above 64x64 (paper scale: Eq. 17 only)
+
+
+def rv_table(exp: Experiment, progress: bool = True) -> pd.DataFrame:
+    """Table 2's counterpart: for each of ``cfg.attacked_models``, Reconstruction Vulnerability over the first
+    ``cfg.rv_images`` images (Definition 3's maximum of the exact ``||J||_F`` and their mean, and Eq. 17 with
+    ``cfg.rv_directions`` Gaussian directions), the mean final PSNR of DPS and DSG on the targets without noise, and
+    the paper's RV and PSNR beside."""
+    cfg = exp.cfg
+    device = resolve_device(cfg.device)
+    images, labels = exp.data.images[:cfg.rv_images].to(device), exp.data.labels[:cfg.rv_images].to(device)
+    rows = []
+    for name in tqdm(cfg.attacked_models, desc="RV table", unit="model", disable=not progress):
+        model = exp.model(name)
+        exact = (dg.gradient_jacobian_norm(model, images, labels)
+                 if math.prod(cfg.shape[1:]) <= EXACT_RV_PIXELS else torch.full((len(images),), math.nan))
+        eq17 = dg.gradient_jacobian_norm_eq17(model, images, labels, directions=cfg.rv_directions,
+                                              generator=torch.Generator().manual_seed(cfg.seed))
+        psnr = {m: float(np.mean([exp.run(method=m, target=i, model=name).trajectory.final_psnr
+                                  for i in range(exp.data.targets)])) for m in METHODS}
+        paper = PAPER_TABLE2[name]
+        rows.append({"model": name, "parameters": sum(p.numel() for p in model.parameters()),
+                     "RV (Def. 3, max)": float(exact.max()), "mean ‖J‖_F": float(exact.mean()),
+                     "Eq. (17)": float(eq17.mean()), "DPS PSNR": psnr["DPS"], "DSG PSNR": psnr["DSG"],
+                     "paper RV": paper[0], "paper DPS PSNR": paper[1], "paper DSG PSNR": paper[2]})
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tables 3-6: the step sizes and the baselines
+# ---------------------------------------------------------------------------------------------------------------
+def sweep(exp: Experiment, *, method: str, progress: bool = True) -> pd.DataFrame:
+    """Tables 3 (DPS, ``cfg.sweep_zetas``) and 4 (DSG, ``cfg.sweep_rates``): the CNN without noise, one row per value
+    and target."""
+    validation.choice("method", method, METHODS)
+    values = exp.cfg.sweep_zetas if method == "DPS" else exp.cfg.sweep_rates
+    jobs = [dict(method=method, target=i, parameter=float(v)) for v in values for i in range(exp.data.targets)]
+    return exp.runs(jobs, progress, f"{method} sweep")
+
+
+def baselines(exp: Experiment, progress: bool = True) -> pd.DataFrame:
+    """Tables 5 and 6: the mean final and peak PSNR over targets of the prior-free DLG baseline, DPS and DSG, without
+    noise and at ``sigma^2 = 0.01`` on raw gradients, and of the prior alone (an unconditional sample, which ignores
+    the gradient: the floor).  The paper's PSNR beside (it has no prior-only column)."""
+    rows = []
+    for variance, paper in ((0.0, PAPER_TABLE5), (TABLE6_VARIANCE, PAPER_TABLE6)):
+        for method in ("DLG", *METHODS):
+            runs = exp.runs([dict(method=method, target=i, variance=variance) for i in range(exp.data.targets)],
+                            progress, f"{method}, σ² = {variance:g}")
+            rows.append({"σ²": variance, "method": method, "final PSNR": float(runs["final PSNR"].mean()),
+                         "peak PSNR": float(runs["peak PSNR"].mean()), "paper PSNR": paper[method]})
+    floor = exp.runs([dict(method="prior", target=i) for i in range(exp.data.targets)], progress, "prior")
+    rows.append({"σ²": math.nan, "method": "prior only", "final PSNR": float(floor["final PSNR"].mean()),
+                 "peak PSNR": float(floor["peak PSNR"].mean()), "paper PSNR": math.nan})
+    return pd.DataFrame(rows)

@@ -1,0 +1,170 @@
+"""Unit tests of compendium.chapters.diffusion (Huang, Meng et al. 2024): settings and their errors, the digits
+split, the paper-scale loaders (CelebA-HQ folder, pretrained UNet2DModel) with their offline errors, one attack end to
+end on a tiny prior, the experiment's cache and the tables' bookkeeping."""
+from __future__ import annotations
+
+import math
+
+import nbformat
+import numpy as np
+import pytest
+import torch
+
+from compendium import data as datasets
+from compendium.attacks import diffusion_guided as dg
+from compendium.base import repository_root
+from compendium.bounds import diffusion as theory
+from compendium.chapters import diffusion as chapter
+from compendium.models import denoisers
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """The ci scale with a prior of 3 epochs and short samplers: seconds."""
+    cfg = chapter.settings("ci", device="cpu", prior_epochs=3, dps_steps=20, dsg_steps=10, dlg_iterations=20,
+                           targets=2, rv_images=2)
+    data = chapter.load_data(cfg)
+    return cfg, data, chapter.prior(cfg, data, progress=False)
+
+
+@pytest.mark.parametrize("scale", ["ci", "book", "paper"])
+def test_scales_resolve(scale):
+    cfg = chapter.settings(scale, device="cpu")
+    assert cfg.scale == scale and cfg.digits == (scale != "paper")
+    assert cfg.shape == ((1, 1, 8, 8) if cfg.digits else (1, 3, 256, 256))
+    assert "CNN" in cfg.attacked_models
+
+
+@pytest.mark.parametrize("overrides, match", [
+    (dict(image_size=10), "image_size=10"),
+    (dict(in_channels=2), "in_channels"),
+    (dict(variances=(0.0, -1e-3)), "variances"),
+    (dict(variances=()), "variances"),
+    (dict(normalised_variances=(0.0,)), "normalised_variances"),
+    (dict(dsg_rate=1.5), "dsg_rate"),
+    (dict(dps_zeta=-1.0), "dps_zeta"),
+    (dict(sweep_rates=(0.2, 2.0)), "sweep_rates"),
+    (dict(attacked_models=("VGG",)), "attacked_models"),
+    (dict(targets=400), "targets=400"),
+    (dict(dps_steps=1), "dps_steps"),
+    (dict(prior_checkpoint="google/ddpm-celebahq-256"), "prior_checkpoint"),
+    (dict(image_size=16), "prior_checkpoint"),
+    (dict(guidance=3), "unknown parameter"),
+])
+def test_bad_settings_fail_with_the_parameter_named(overrides, match):
+    with pytest.raises(ValueError, match=match):
+        chapter.settings("ci", device="cpu", **overrides)
+    with pytest.raises(ValueError, match="scale='huge'"):
+        chapter.settings("huge")
+
+
+def test_digits_split_keeps_the_targets_out_of_the_prior():
+    cfg = chapter.settings("book", device="cpu")
+    d = chapter.load_data(cfg)
+    x, y = datasets.digits("all")
+    assert d.prior.shape == (1500, 1, 8, 8) and len(d.images) == cfg.rv_images and d.targets == cfg.targets
+    torch.testing.assert_close(d.prior, 2 * x[:1500] - 1)
+    torch.testing.assert_close(d.images, 2 * x[1500:1500 + cfg.rv_images] - 1)
+    assert torch.equal(d.labels, y[1500:1500 + cfg.rv_images] % 2)
+    assert d.images.min() >= -1 and d.images.max() <= 1
+    image, label = d.target(1)
+    assert image.shape == (1, 1, 8, 8) and label.tolist() == [int(y[1501]) % 2]
+
+
+def test_paper_scale_reads_celeba_from_a_folder_and_says_what_is_missing(tmp_path):
+    from PIL import Image
+
+    cfg = chapter.settings("paper", device="cpu", celeba_dir=str(tmp_path), image_size=16, targets=2, rv_images=3)
+    with pytest.raises(FileNotFoundError, match=r"3 CelebA-HQ images .* found 0.*celeba_dir"):
+        chapter.load_data(cfg)
+    rng = np.random.default_rng(0)
+    for i in range(3):  # non-square, to exercise the centre crop
+        Image.fromarray(rng.integers(0, 256, (40, 30, 3), dtype=np.uint8)).save(tmp_path / f"{i:05d}.png")
+    d = chapter.load_data(cfg)
+    assert d.prior is None and d.images.shape == (3, 3, 16, 16) and d.labels.tolist() == [0, 1, 0]
+    assert d.images.min() >= -1 and d.images.max() <= 1
+
+
+def test_pretrained_prior_loads_a_saved_unet_and_fails_clearly(tmp_path):
+    from diffusers import UNet2DModel
+
+    unet = UNet2DModel(sample_size=8, in_channels=1, out_channels=1, block_out_channels=(8, 16), layers_per_block=1,
+                       norm_num_groups=4, down_block_types=("DownBlock2D", "DownBlock2D"),
+                       up_block_types=("UpBlock2D", "UpBlock2D"))
+    unet.save_pretrained(tmp_path / "prior")
+    loaded = denoisers.pretrained_denoiser(str(tmp_path / "prior"))
+    x = torch.randn(2, 1, 8, 8, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(denoisers.predict_noise(loaded, x, 10), unet(x, 10).sample)
+    assert not any(p.requires_grad for p in loaded.parameters())
+    with pytest.raises(denoisers.PriorUnavailable, match="could not be loaded.*from_pretrained"):
+        denoisers.pretrained_denoiser(str(tmp_path / "missing"))
+
+
+def test_one_attack_end_to_end_is_deterministic_and_cached(tiny):
+    cfg, data, prior = tiny
+    assert prior.history[-1] < prior.history[0] and "624,192 parameters" in prior.describe()
+    exp = chapter.Experiment(cfg, prior, data)
+    run = exp.run(method="DPS", target=1, variance=1e-3)
+    assert exp.run(method="DPS", target=1, variance=1e-3, parameter=cfg.dps_zeta) is run  # cached
+    again = chapter.Experiment(cfg, prior, data).run(method="DPS", target=1, variance=1e-3)
+    torch.testing.assert_close(again.trajectory.final, run.trajectory.final, rtol=0, atol=0)
+    tr = run.trajectory
+    assert len(tr.timesteps) == cfg.dps_steps and tr.timesteps[0] > tr.timesteps[-1]
+    assert tr.snapshots.shape == (dg.SNAPSHOTS, 1, 8, 8) and tr.snapshot_steps.tolist()[::6] == [0, 19]
+    torch.testing.assert_close(tr.snapshots[-1], tr.final[0])
+    row = run.row(data.images[1])
+    image = (data.images[1:2] + 1) / 2
+    final = (tr.final + 1) / 2
+    assert row["final PSNR"] == pytest.approx(-10 * math.log10(float(((final - image) ** 2).mean())), rel=1e-5)
+    assert row["peak PSNR"] >= row["final PSNR"] and row["gradient"] == "raw" and row["σ²"] == 1e-3
+    # the prior alone is DPS with zeta = 0 from the same seed
+    floor = exp.run(method="prior", target=1)
+    zero = exp.run(method="DPS", target=1, parameter=0.0)
+    torch.testing.assert_close(floor.trajectory.final, zero.trajectory.final, rtol=0, atol=0)
+    with pytest.raises(ValueError, match="method='GGL'"):
+        exp.run(method="GGL", target=0)
+    with pytest.raises(ValueError, match="target=5"):
+        chapter.attack(cfg, prior, exp.model(), data, method="DPS", target=5)
+    with pytest.raises(ValueError, match="variance=-0.1"):
+        chapter.attack(cfg, prior, exp.model(), data, method="DPS", target=0, variance=-0.1)
+
+
+def test_tables_bookkeeping(tiny):
+    cfg, data, prior = tiny
+    exp = chapter.Experiment(cfg, prior, data)
+    grid = chapter.noise_grid(exp, progress=False)
+    jobs = (len(cfg.variances) + len(cfg.normalised_variances)) * 2 * data.targets
+    assert len(grid) == jobs and len(exp._runs) == jobs
+    t1 = chapter.table1(grid)
+    assert len(t1) == jobs // data.targets
+    norm = t1[t1["gradient"] == "normalised"].iloc[0]
+    assert norm["ε (Lemma 1)"] == pytest.approx(theory.gaussian_mechanism_epsilon(0.1, delta=1e-5))
+    assert norm["ε (exact)"] == pytest.approx(theory.gaussian_mechanism_epsilon_exact(0.1, delta=1e-5))
+    assert norm["paper PSNR"] == chapter.PAPER_TABLE1[(norm["method"], True, 1e-2)][0]
+    assert t1[t1["gradient"] == "raw"]["ε (Lemma 1)"].isna().all()
+    mean = grid[(grid["method"] == "DPS") & (grid["σ²"] == 0.0)]["final PSNR"].mean()
+    assert t1.iloc[0]["final PSNR"] == pytest.approx(mean)
+    rv = chapter.rv_table(exp, progress=False)
+    assert rv["model"].tolist() == list(cfg.attacked_models)
+    assert np.all(rv["mean ‖J‖_F"] <= rv["RV (Def. 3, max)"])
+    cnn = rv.set_index("model").loc["CNN"]
+    assert cnn["DPS PSNR"] == pytest.approx(mean)  # the grid's runs, reused
+    base = chapter.baselines(exp, progress=False)
+    assert base["method"].tolist() == ["DLG", "DPS", "DSG", "DLG", "DPS", "DSG", "prior only"]
+    assert base.set_index(["method", "σ²"]).loc[("DPS", 0.0), "paper PSNR"] == chapter.PAPER_TABLE5["DPS"]
+
+
+def test_paper_table1_has_one_inconsistent_row():
+    table = chapter.paper_table1_consistency()
+    off = table[table["difference (dB)"].abs() > 0.01]
+    assert off[["method", "gradient", "σ²"]].values.tolist() == [["DSG", "raw", 0.01]]
+    assert off["difference (dB)"].iloc[0] == pytest.approx(0.600, abs=1e-3)
+
+
+def test_notebook_loads_the_data_before_any_training():
+    """At paper scale a missing CelebA-HQ folder must stop the chapter before the prior or any attack runs."""
+    nb = nbformat.read(repository_root() / "notebooks" / "diffusion.ipynb", as_version=4)
+    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    first_load = next(i for i, s in enumerate(code) if "chapter.load_data(" in s)
+    first_work = next(i for i, s in enumerate(code) if "chapter.prior(" in s or "Experiment(" in s)
+    assert first_load < first_work
