@@ -5,7 +5,9 @@
 Budgets: the test suite (``python -m pytest -q``, printed with its 25 slowest tests) under 600 s with all five
 chapters, of which each chapter's ``ci`` execution (printed per chapter) is a part; one exact subsampled ReRo
 bound for T = 1000 steps under 2 s; batched shadow-head training at least 50 times faster per head than a loop
-over heads (the row's time is for 5,000 heads); the whole book at ``book`` scale (every chapter
+over heads (the row's time is for 5,000 heads); the transfer-learning chapter within 60 s at ``ci`` and 6 min at
+``book`` scale, the diffusion chapter within 60 s and 8 min (with its prior's training time and the time of one DPS
+and one DSG reconstruction printed); the whole book at ``book`` scale (every chapter
 executed afresh, then rendered) under 1800 s.  Chapters are executed with ``force`` into a temporary folder, so
 the timings never come from the cache and ``_build`` is left alone.  Exits 1 when anything fails or is over budget.
 """
@@ -27,6 +29,9 @@ TEST_BUDGET_S = 600
 BOOK_BUDGET_S = 1800
 SUBSAMPLED_BUDGET_S = 2
 SHADOW_SPEEDUP_MIN = 50  # batched shadow-head training against a loop over heads
+#: The issues' budgets for the two training-heavy chapters (2 CPU cores).
+CHAPTER_BUDGETS_S = {("transfer_learned", "ci"): 60, ("transfer_learned", "book"): 360,
+                     ("diffusion", "ci"): 60, ("diffusion", "book"): 480}
 
 
 def timed(action) -> tuple[float, bool]:
@@ -114,6 +119,19 @@ def shadow_heads_speedup(batched: int = 5000, looped: int = 200) -> dict[str, fl
     return {"batched": per_head_batched, "looped": per_head_looped, "speedup": per_head_looped / per_head_batched}
 
 
+def diffusion_timings(scale: str = "book") -> dict[str, float]:
+    """The diffusion chapter at ``scale``: seconds to train its prior, and per reconstruction of the first target from
+    the CNN's noiseless gradient by DPS (``dps_steps`` DDPM steps) and by DSG (``dsg_steps`` DDIM steps)."""
+    from compendium.chapters import diffusion
+
+    cfg = diffusion.settings(scale, device="cpu")
+    data = diffusion.load_data(cfg)
+    prior = diffusion.prior(cfg, data, progress=False)
+    exp = diffusion.Experiment(cfg, prior, data)
+    return {"prior": prior.seconds, "dps_steps": cfg.dps_steps, "dsg_steps": cfg.dsg_steps,
+            **{method: exp.run(method=method, target=0).seconds for method in diffusion.METHODS}}
+
+
 def subsampled_rero_seconds() -> tuple[float, float, float]:
     """Seconds for one exact ReRo bound of DP-SGD with Poisson sampling (q = 0.01, T = 1000 steps, sigma = 1,
     kappa = 0.01; budget 2 s), the certified value and its numerical error (certified - estimate)."""
@@ -152,12 +170,17 @@ def main(argv: list[str] | None = None) -> int:
         rows.append((f"HCR bound per image @ {scale} ({hcr_row['images']} images; joint solve "
                      f"x{hcr_row['speedup']:.1f} faster than per-restart, max |rel diff| {hcr_row['max_rel_diff']:.1e})",
                      hcr_row["seconds_per_image"], None, True))
+    for scale in chosen:
+        times = diffusion_timings(scale)
+        rows.append((f"diffusion prior training @ {scale}", times["prior"], None, True))
+        rows.append((f"DPS reconstruction, {times['dps_steps']} steps @ {scale}", times["DPS"], None, True))
+        rows.append((f"DSG reconstruction, {times['dsg_steps']} steps @ {scale}", times["DSG"], None, True))
     with tempfile.TemporaryDirectory() as tmp:
         for scale in chosen:
             for key in chapters.registry():
                 run = functools.partial(book.execute_chapter, key, scale=scale, out_dir=Path(tmp) / scale, force=True)
                 seconds, ok = timed(run)
-                rows.append((f"chapter {key} @ {scale}", seconds, None, ok))
+                rows.append((f"chapter {key} @ {scale}", seconds, CHAPTER_BUDGETS_S.get((key, scale)), ok))
         seconds, ok = timed(lambda: book.build_book(scale="book", force=True, out=Path(tmp) / "site"))
         rows.append(("whole book @ book (execute + render)", seconds, BOOK_BUDGET_S, ok))
 

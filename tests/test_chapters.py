@@ -174,7 +174,7 @@ def test_registry_follows_the_table_of_contents_and_every_chapter_module_is_in_i
 
     toc = (base.repository_root() / "_toc.yml").read_text()
     keys = list(chapters.registry())
-    assert keys == [k for k in ("ziller2024", "mean_to_extreme", "hcr", "transfer_learned", "calculator")
+    assert keys == [k for k in ("ziller2024", "mean_to_extreme", "hcr", "transfer_learned", "diffusion", "calculator")
                     if k in keys]
     assert [f"notebooks/{k}" for k in keys] == [line.split("file:")[1].strip() for line in toc.splitlines()
                                                 if "file: notebooks/" in line]

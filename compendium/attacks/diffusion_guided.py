@@ -28,13 +28,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
-from diffusers import DDIMScheduler, DDPMScheduler
 from torch import nn
 
 from compendium import metrics, train, validation
 from compendium.models.denoisers import predict_noise
+
+if TYPE_CHECKING:  # diffusers takes seconds to import: it is imported where a schedule is built
+    from diffusers import DDIMScheduler, DDPMScheduler
 
 TRAIN_STEPS = 1000
 
@@ -42,12 +46,16 @@ TRAIN_STEPS = 1000
 def ddpm_scheduler() -> DDPMScheduler:
     """The paper's prior schedule: 1000 steps, linear betas from 1e-4 to 0.02, epsilon prediction, the posterior
     variance ``beta~_t`` and Tweedie's estimate clipped to [-1, 1] (the DPS configuration)."""
+    from diffusers import DDPMScheduler
+
     return DDPMScheduler(num_train_timesteps=TRAIN_STEPS, beta_schedule="linear", beta_start=1e-4, beta_end=0.02,
                          prediction_type="epsilon", variance_type="fixed_small", clip_sample=True)
 
 
 def ddim_scheduler(steps: int) -> DDIMScheduler:
     """The same schedule respaced to ``steps`` DDIM steps (DSG's default: 100), final alpha 1."""
+    from diffusers import DDIMScheduler
+
     validation.integer("steps", steps)
     scheduler = DDIMScheduler(num_train_timesteps=TRAIN_STEPS, beta_schedule="linear", beta_start=1e-4,
                               beta_end=0.02, prediction_type="epsilon", clip_sample=True, set_alpha_to_one=True)

@@ -67,10 +67,10 @@ PAPER_TABLE6 = {"DLG": 6.5871, "IG": 11.2677, "GI": 10.4968, "GIAS": 12.1276, "G
 TABLE6_VARIANCE = 1e-2
 
 SCALES = {
-    "ci": dict(image_size=8, in_channels=1, prior_epochs=100, prior_hidden=512, prior_samples=8, targets=1,
-               dps_steps=200, dps_zeta=3.0, dsg_steps=50, dsg_rate=0.2, variances=(0.0, 1e-3, 1e-1),
+    "ci": dict(image_size=8, in_channels=1, prior_epochs=40, prior_hidden=512, prior_samples=8, targets=1,
+               dps_steps=200, dps_zeta=3.0, dsg_steps=25, dsg_rate=0.2, variances=(0.0, 1e-3, 1e-1),
                normalised_variances=(1e-2,), attacked_models=("MLP_1", "CNN"), rv_images=2, rv_directions=8,
-               sweep_zetas=(0.3, 3.0, 30.0), sweep_rates=(0.05, 0.2, 1.0), dlg_iterations=200,
+               sweep_zetas=(0.3, 3.0, 30.0), sweep_rates=(0.05, 0.2, 1.0), dlg_iterations=100,
                prior_checkpoint=None, celeba_dir=None),
     "book": dict(image_size=8, in_channels=1, prior_epochs=700, prior_hidden=512, prior_samples=16, targets=2,
                  dps_steps=1000, dps_zeta=3.0, dsg_steps=100, dsg_rate=0.2, variances=(0.0, 1e-4, 1e-3, 1e-2, 1e-1),

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 
 import torch
-from diffusers.models.embeddings import get_timestep_embedding
 from torch import nn
 
 from compendium import validation
@@ -38,6 +37,8 @@ class MLPDenoiser(nn.Module):
             init_parameters(self, generator)
 
     def forward(self, x: torch.Tensor, t: torch.Tensor | int) -> torch.Tensor:
+        from diffusers.models.embeddings import get_timestep_embedding  # imported once; diffusers is slow to import
+
         t = torch.as_tensor(t, device=x.device).reshape(-1).expand(len(x))
         emb = get_timestep_embedding(t, self.time_dim).to(x.dtype)
         h = nn.functional.silu(self.inp(torch.cat([x.flatten(1), emb], dim=1)))
