@@ -73,6 +73,7 @@ __all__ = [
     "theorem2_bound",
     "theorem2_logcosh_check",
     "theorem4_rhs",
+    "theorem4_trials",
 ]
 
 # Table 1 of the paper, "Normalize" rows: the noise variances sigma^2 and the printed (eps, 1e-5) labels.
@@ -411,6 +412,31 @@ def theorem4_rhs(*, beta_prime, n, sigma_t, k, grad_bound):
     rn = np.sqrt(np.asarray(n, float)) * np.asarray(st, float)
     out = b * rn**2 / 2.0 + b * k * rn - (k + rn) * np.asarray(g, float) + b * k * k / 2.0
     return float(out) if np.ndim(out) == 0 else out
+
+
+def theorem4_trials(*, trials, n, rng) -> tuple[np.ndarray, np.ndarray]:
+    """*[ours]* Theorem 4 under its own construction, ``trials`` random cases at once (batched, no loop): a quadratic
+    loss ``L(x) = 1/2 (x - x*)^T H (x - x*)`` with ``H = Q Q^T + I/2`` (``Q`` standard normal, ``n x n``), so
+    ``beta' = lambda_min(H)``; a point ``x_t ~ N(0, 9 I)``; any ``G = ||grad L(x_t)|| (1 + U)`` above the gradient
+    norm; ``sigma_t ~ U(0, 1)``, ``k ~ U(0, 2)``; the step ``x_{t-1} = x_t - s d``, ``d = grad / ||grad||``,
+    ``s = sqrt(n) sigma_t + k``.  Returns the true change ``L(x_{t-1}) - L(x_t)`` and eq. (37)'s right-hand side
+    (:func:`theorem4_rhs`), each of shape (trials,): the theorem holds where the first is at least the second."""
+    t = validation.integer("trials", trials)
+    n = validation.integer("n", n, what="dimension")
+    Q = rng.normal(size=(t, n, n))
+    H = Q @ Q.transpose(0, 2, 1) + 0.5 * np.eye(n)
+    star, xt = rng.normal(size=(t, n)), 3.0 * rng.normal(size=(t, n))
+    grad = np.einsum("tij,tj->ti", H, xt - star)
+    norm = np.linalg.norm(grad, axis=1)
+    G, sigma_t, k = norm * (1.0 + rng.random(t)), rng.random(t), 2.0 * rng.random(t)
+    s = np.sqrt(n) * sigma_t + k
+
+    def loss(x):
+        return 0.5 * np.einsum("ti,tij,tj->t", x - star, H, x - star)
+
+    change = loss(xt - (s / norm)[:, None] * grad) - loss(xt)
+    rhs = theorem4_rhs(beta_prime=np.linalg.eigvalsh(H)[:, 0], n=n, sigma_t=sigma_t, k=k, grad_bound=G)
+    return change, rhs
 
 
 # ---------------------------------------------------------------------------------------------------------------
