@@ -75,19 +75,28 @@ class WeightStatistics:
     correlation: torch.Tensor
 
     @classmethod
-    def fit(cls, weights: torch.Tensor) -> "WeightStatistics":
+    def fit(cls, weights: torch.Tensor, chunk: int = 65_536) -> "WeightStatistics":
+        """The statistics of ``weights`` (K, D) in float64, read ``chunk`` rows at a time in two passes (the mean,
+        then the centred outer products), so that memory-mapped weights
+        (:class:`~compendium.attacks.shadow_store.ShadowStore`) are never held in memory."""
         if not (isinstance(weights, torch.Tensor) and weights.ndim == 2 and weights.shape[0] >= 2):
             raise ValueError(f"weights of shape {tuple(getattr(weights, 'shape', ()))}; allowed: (K, D) with K >= 2")
-        w = weights.double().cpu()
-        mean = w.mean(0)
-        centred = w - mean
-        cov = centred.T @ centred / w.shape[0]
+        validation.integer("chunk", chunk)
+        K, D = weights.shape
+        rows = [slice(start, start + chunk) for start in range(0, K, chunk)]
+        mean = sum(weights[r].double().cpu().sum(0) for r in rows) / K
+        cov = torch.zeros(D, D, dtype=torch.float64)
+        for r in rows:
+            centred = weights[r].double().cpu() - mean
+            cov += centred.T @ centred
+        cov /= K
         std = cov.diagonal().sqrt().clamp(min=1e-12)  # no coordinate of a trained head has zero variance
         return cls(mean, std, cov / std[:, None] / std[None, :])
 
     def standardise(self, weights: torch.Tensor) -> torch.Tensor:
-        """``(theta - mean) / std`` as float32."""
-        return ((weights.double().cpu() - self.mean) / self.std).float()
+        """``(theta - mean) / std`` as float32, on the weights' device."""
+        dev = weights.device
+        return ((weights.double() - self.mean.to(dev)) / self.std.to(dev)).float()
 
     def surrogate(self, count: int, generator: torch.Generator, jitter: float = 1e-5) -> torch.Tensor:
         """``count`` draws of ``N(0, Cov~ + jitter I)`` (already standardised; float32), by a Cholesky factor.  The
@@ -124,13 +133,15 @@ def condition(weights: torch.Tensor, classes: torch.Tensor, num_classes: int) ->
 
 
 def train_reconstructor(model: nn.Module, weights: torch.Tensor, sets: torch.Tensor, pool: torch.Tensor, *,
-                        epochs: int, generator: torch.Generator, alpha: float = 100.0, lr: float = 2e-4,
-                        batch_size: int = 32, device: str = "auto", progress: bool = True) -> dict[str, list[float]]:
+                        epochs: int, generator: torch.Generator, statistics: WeightStatistics | None = None,
+                        alpha: float = 100.0, lr: float = 2e-4, batch_size: int = 32, device: str = "auto",
+                        progress: bool = True) -> dict[str, list[float]]:
     """Train the conditional reconstructor (Section 3.1) through :func:`compendium.train.fit`: Adam (lr 2e-4, batches
     of 32 shadow models), each batch element with a class ``c`` drawn uniformly, input ``(theta_k, onehot(c))``,
-    loss Eq. (3) over the ``M`` class-``c`` images of ``D_k``.  ``weights`` (K, D) are standardised shadow weights,
-    ``sets`` (K, C, M) the indices of their training images in ``pool`` (images in [-1, 1]); the images are looked
-    up batch by batch, so the ``K`` sets' images are never held in memory at once."""
+    loss Eq. (3) over the ``M`` class-``c`` images of ``D_k``.  ``weights`` (K, D) are the shadow weights, standardised
+    batch by batch with ``statistics`` when given (already standardised otherwise), ``sets`` (K, C, M) the indices of
+    their training images in ``pool`` (images in [-1, 1]).  Weights and images are looked up batch by batch, so
+    neither the ``K`` sets' images nor a standardised copy of memory-mapped weights is ever held in memory."""
     _generator(generator)
     if weights.ndim != 2 or sets.ndim != 3 or weights.shape[0] != sets.shape[0]:
         raise ValueError(f"weights {tuple(weights.shape)} and sets {tuple(sets.shape)}; allowed: (K, D) and "
@@ -139,11 +150,13 @@ def train_reconstructor(model: nn.Module, weights: torch.Tensor, sets: torch.Ten
 
     def loss_fn(net: nn.Module, batch: tuple) -> torch.Tensor:
         theta, members = batch
+        if statistics is not None:
+            theta = statistics.standardise(theta)
         classes = torch.randint(num_classes, (len(theta),), generator=generator, device=generator.device)
         classes = classes.to(theta.device)
-        targets = pool[members[torch.arange(len(theta), device=members.device), classes].cpu()].to(theta.device)
+        chosen = members[torch.arange(len(theta), device=members.device), classes].long().cpu()
         out = net(condition(theta, classes, num_classes))
-        return softmin_loss(reconstruction_errors(out, targets), alpha).mean()
+        return softmin_loss(reconstruction_errors(out, pool[chosen].to(theta.device)), alpha).mean()
 
     return train.fit(model, loss_fn, (weights, sets), epochs=epochs, optimizer="adam", lr=lr, weight_decay=0.0,
                      batch_size=batch_size, generator=generator, device=device, progress=progress,

@@ -12,16 +12,20 @@ place of Table 2's generator.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
+from tqdm import tqdm
 
 from compendium import data, dp, models, train, validation
 from compendium.attacks import shadow_reconstructor as attack
+from compendium.attacks.shadow_store import ShadowStore, ShadowWriter
 from compendium.base import resolve_device
 from compendium.bounds import transfer_learned as roc
 from compendium.chapters.base import Settings as _Settings
@@ -218,13 +222,18 @@ def feature_extractor(cfg: Settings, pool: Pools) -> Extractor:
 # ---------------------------------------------------------------------------------------------------------------
 def shadow_heads(features: torch.Tensor, labels: torch.Tensor, recipe: HeadRecipe, *, count: int,
                  generator: torch.Generator, device: str = "auto", noise_multiplier: float | None = None,
-                 max_grad_norm: float | None = None, shard_size: int = SHARD_SIZE) -> tuple[torch.Tensor, torch.Tensor]:
+                 max_grad_norm: float | None = None, shard_size: int = SHARD_SIZE,
+                 store: str | Path | None = None, fingerprint: dict | None = None,
+                 progress: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """Algorithm 1 for ``count`` heads, ``shard_size`` at a time (each shard one batched computation): balanced sets
     of ``N = recipe.set_size`` pool indices (count, 10, M) and the trained heads' flattened weights (count, D), by the
     recipe (full-batch GD, or DP-SGD at Poisson rate 1/2 for ``2 n_E`` steps when ``noise_multiplier`` is given).
-    Only the sets and the weights are kept; a shard's features are gathered just for its training."""
-    sets = attack.balanced_sets(labels, per_class=recipe.set_size // NUM_CLASSES, count=count,
-                                num_classes=NUM_CLASSES, generator=generator)
+    Each shard draws its sets, then its heads' initial weights, from ``generator``.  Only the sets and the weights
+    are kept; a shard's features are gathered just for its training.
+
+    With ``store`` (a folder) the shards are written to disk as they come (:class:`ShadowWriter`; ``fingerprint``
+    names the run, and an interrupted run resumes) and the returned tensors are memory-mapped from the files, so
+    that the paper's 2.56 million heads are never held in memory."""
     options = dict(num_classes=NUM_CLASSES, lr=recipe.lr, weight_decay=recipe.weight_decay,
                    init_std=recipe.init_std, generator=generator, device=device)
     if noise_multiplier is None:
@@ -232,11 +241,29 @@ def shadow_heads(features: torch.Tensor, labels: torch.Tensor, recipe: HeadRecip
     else:
         options.update(steps=recipe.dp_steps, noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm,
                        sample_rate=DP_SAMPLE_RATE)
-    weights = []
-    for start in range(0, count, shard_size):
-        flat = sets[start:start + shard_size].flatten(1)
-        weights.append(train.fit_linear_heads(features[flat], labels[flat], **options).flat().cpu())
-    return sets, torch.cat(weights)
+    per_class = recipe.set_size // NUM_CLASSES
+    writer = None if store is None else ShadowWriter(
+        store, count=count, dim=NUM_CLASSES * (features.shape[1] + 1), set_shape=(NUM_CLASSES, per_class),
+        fingerprint={"recipe": dataclasses.asdict(recipe), "noise_multiplier": noise_multiplier,
+                     "max_grad_norm": max_grad_norm, "shard_size": shard_size, **(fingerprint or {})},
+        generator=generator)
+    done = 0 if writer is None else writer.written
+    sets, weights = [], []
+    for start in tqdm(range(done, count, shard_size), desc="shadow-head shards", unit="shard",
+                      disable=not progress):
+        shard = attack.balanced_sets(labels, per_class=per_class, count=min(shard_size, count - start),
+                                     num_classes=NUM_CLASSES, generator=generator)
+        flat = shard.flatten(1)
+        trained = train.fit_linear_heads(features[flat], labels[flat], **options).flat().cpu()
+        if writer is None:
+            sets.append(shard)
+            weights.append(trained)
+        else:
+            writer.write(shard, trained)
+    if writer is not None:
+        stored = ShadowStore.open(store)
+        return stored.sets, stored.weights
+    return torch.cat(sets), torch.cat(weights)
 
 
 @dataclass
@@ -323,12 +350,13 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
     accuracy = head_accuracy(val_weights, feats_val, val_y)
 
     statistics = attack.WeightStatistics.fit(train_weights)
-    train_w, val_w = statistics.standardise(train_weights), statistics.standardise(val_weights)
-    model = models.MLPReconstructor(train_w.shape[1] + NUM_CLASSES, tuple(train_x.shape[1:]), cfg.hidden,
+    val_w = statistics.standardise(val_weights)
+    model = models.MLPReconstructor(train_weights.shape[1] + NUM_CLASSES, tuple(train_x.shape[1:]), cfg.hidden,
                                     generator=generator)
     start = time.perf_counter()
-    history = attack.train_reconstructor(model, train_w, train_sets, train_x, epochs=math.ceil(steps * 32 / shadow_train),
-                                         generator=generator, device=cfg.device, progress=progress)
+    history = attack.train_reconstructor(model, train_weights, train_sets, train_x, statistics=statistics,
+                                         epochs=math.ceil(steps * 32 / shadow_train), generator=generator,
+                                         device=cfg.device, progress=progress)
     seconds["reconstructor"] = time.perf_counter() - start
 
     surrogate = statistics.surrogate(cfg.shadow_val, generator)
