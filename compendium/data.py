@@ -2,7 +2,9 @@
 
 Offline (``ci`` and ``book`` scale): crops of the public-domain / CC0 photographs bundled in the scikit-image wheel.
 Paper scale: a folder of ImageNet validation images that the user downloads (ImageNet needs a registration, so
-nothing here downloads it); :func:`imagenet_folder` fails with a message that says what to put where.
+nothing here downloads it); :func:`imagenet_folder` fails with a message that says what to put where.  MNIST,
+CIFAR-10/100, EMNIST letters and CelebA are read from their standard files (no torchvision); only MNIST and CIFAR
+download, and only when asked (``download=True``).
 
 Images are float32 tensors in [0, 1] of shape (batch, channels, height, width).
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -82,6 +85,26 @@ def _image_files(folder: str | Path, n: int, what: str, how: str) -> list[Path]:
     return files[:n]
 
 
+def _resize_shorter(im, short: int, resample):
+    """A PIL image resized so that its shorter side is ``short`` pixels (aspect ratio kept, sides rounded)."""
+    w, h = im.size
+    scale = short / min(w, h)
+    return im.resize((max(short, round(w * scale)), max(short, round(h * scale))), resample)
+
+
+def _centre_crop(im, size: int | None = None):
+    """The centred ``size`` x ``size`` square of a PIL image (default: the largest one, side min(W, H))."""
+    w, h = im.size
+    s = min(w, h) if size is None else size
+    left, top = (w - s) // 2, (h - s) // 2
+    return im.crop((left, top, left + s, top + s))
+
+
+def _pil_tensor(im) -> torch.Tensor:
+    """An RGB PIL image -> (3, H, W) float32 in [0, 1]."""
+    return torch.from_numpy(np.asarray(im, dtype=np.float32) / 255.0).permute(2, 0, 1)
+
+
 def imagenet_folder(path: str | Path, n: int = 100, resolution: int = 224) -> torch.Tensor:
     """The first ``n`` images (sorted by file name) of a folder of ImageNet validation images.
 
@@ -99,14 +122,8 @@ def imagenet_folder(path: str | Path, n: int = 100, resolution: int = 224) -> to
     out = []
     for f in files:
         with Image.open(f) as im:
-            im = im.convert("RGB")
-            w, h = im.size
-            scale = short / min(w, h)
-            im = im.resize((max(short, round(w * scale)), max(short, round(h * scale))), Image.BILINEAR)
-            w, h = im.size
-            left, top = (w - resolution) // 2, (h - resolution) // 2
-            im = im.crop((left, top, left + resolution, top + resolution))
-            out.append(torch.from_numpy(np.asarray(im, dtype=np.float32) / 255.0).permute(2, 0, 1))
+            out.append(_pil_tensor(_centre_crop(_resize_shorter(im.convert("RGB"), short, Image.BILINEAR),
+                                                resolution)))
     return torch.stack(out)
 
 
@@ -224,12 +241,7 @@ def celeba_hq(folder: str | Path, n: int, resolution: int = 256) -> torch.Tensor
     out = []
     for f in files:
         with Image.open(f) as im:
-            im = im.convert("RGB")
-            w, h = im.size
-            s = min(w, h)
-            im = im.crop(((w - s) // 2, (h - s) // 2, (w - s) // 2 + s, (h - s) // 2 + s))
-            im = im.resize((resolution, resolution), Image.BILINEAR)
-            out.append(torch.from_numpy(np.asarray(im, dtype=np.float32) / 255.0).permute(2, 0, 1))
+            out.append(_pil_tensor(_centre_crop(im.convert("RGB")).resize((resolution, resolution), Image.BILINEAR)))
     return torch.stack(out)
 
 
@@ -294,6 +306,10 @@ CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 CIFAR10_MD5 = "c58f30108f718f92721af3b95e74349a"
 CIFAR10_DIR = "cifar-10-batches-py"
 CIFAR10_FILES = {"train": tuple(f"data_batch_{i}" for i in range(1, 6)), "test": ("test_batch",)}
+CIFAR100_URL = "https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz"
+CIFAR100_MD5 = "eb9058c3a382ffc7106e4002c42a8d85"
+CIFAR100_DIR = "cifar-100-python"
+CIFAR100_FILES = {"train": ("train",), "test": ("test",)}
 
 
 def _download(url: str, dest: Path) -> None:
@@ -361,6 +377,15 @@ def _read_idx(path: Path) -> np.ndarray:
     return data.reshape(tuple(int(d) for d in dims))
 
 
+def _idx_pair(images_path: Path, labels_path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """An IDX image file (N, H, W) and its IDX label file (N,), read with :func:`_read_idx` and checked to agree."""
+    images, labels = _read_idx(images_path), _read_idx(labels_path)
+    if images.ndim != 3 or labels.ndim != 1 or images.shape[0] != labels.shape[0]:
+        raise ValueError(f"IDX files {images_path} / {labels_path} disagree: images {images.shape}, labels "
+                         f"{labels.shape}")
+    return images, labels
+
+
 def _find(root: Path, name: str, subdirs: tuple[str, ...]) -> Path | None:
     """``name`` or its uncompressed form, in ``root`` or one of ``subdirs`` (e.g. torchvision's MNIST/raw)."""
     for folder in (root, *(root / s for s in subdirs)):
@@ -397,12 +422,67 @@ def mnist(root: str | Path = "data/mnist", split: str = "train",
                                         f"{how}") from err
             path = root / name
         paths.append(path)
-    images, labels = _read_idx(paths[0]), _read_idx(paths[1])
-    if images.ndim != 3 or labels.ndim != 1 or images.shape[0] != labels.shape[0]:
-        raise ValueError(f"MNIST files {paths[0]} / {paths[1]} disagree: images {images.shape}, labels "
-                         f"{labels.shape}")
+    images, labels = _idx_pair(*paths)
     x = torch.from_numpy(images.astype(np.float32) / 255.0)[:, None]
     return x, torch.from_numpy(labels.astype(np.int64))
+
+
+class _Cifar(NamedTuple):
+    """A CIFAR release: its name and loader (for messages), archive, top folder, pickles per split, label key."""
+    name: str
+    loader: str
+    url: str
+    md5: str
+    folder: str
+    files: dict[str, tuple[str, ...]]
+    label_key: bytes
+
+
+_CIFAR10 = _Cifar("CIFAR-10", "cifar10", CIFAR10_URL, CIFAR10_MD5, CIFAR10_DIR, CIFAR10_FILES, b"labels")
+_CIFAR100 = _Cifar("CIFAR-100", "cifar100", CIFAR100_URL, CIFAR100_MD5, CIFAR100_DIR, CIFAR100_FILES, b"fine_labels")
+
+
+def _cifar(release: _Cifar, root: str | Path, split: str, download: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """The pickles of ``release`` for ``split`` under ``root/release.folder`` (downloaded and extracted first when
+    missing and ``download``), as (N, 3, 32, 32) float32 in [0, 1] and int64 labels."""
+    import pickle
+
+    validation.choice("split", split, tuple(release.files))
+    root = Path(root)
+    folder = root / release.folder
+    names = release.files[split]
+    missing = [n for n in names if not (folder / n).is_file()]
+    if missing:
+        how = (f"Download {release.url} and extract it into {root.resolve()} (so that {folder.resolve()} holds "
+               f"{', '.join(sum(release.files.values(), ()))}), or call {release.loader}(..., download=True) on a "
+               "machine with internet access.")
+        if not download:
+            raise FileNotFoundError(f"{release.name} files {', '.join(missing)} not found in {folder.resolve()}. "
+                                    f"{how}")
+        import tarfile
+
+        archive = root / release.url.rsplit("/", 1)[1]
+        try:
+            if not (archive.is_file() and _md5(archive) == release.md5):
+                _fetch((release.url,), archive, release.md5)
+            with tarfile.open(archive, "r:gz") as tar:
+                members = [m for m in tar.getmembers() if m.name.startswith(release.folder + "/") and m.isfile()
+                           and ".." not in Path(m.name).parts]
+                tar.extractall(root, members=members)
+        except (OSError, tarfile.TarError) as err:
+            raise FileNotFoundError(f"{release.name} is missing and could not be downloaded ({err}). {how}") from err
+    xs, ys = [], []
+    for n in names:
+        with open(folder / n, "rb") as f:
+            batch = pickle.load(f, encoding="bytes")
+        data = np.asarray(batch[b"data"], dtype=np.uint8)
+        labels = np.asarray(batch[release.label_key], dtype=np.int64)
+        if data.ndim != 2 or data.shape[1] != 3072 or data.shape[0] != labels.shape[0]:
+            raise ValueError(f"{folder / n} is not a {release.name} pickle: data {data.shape}, labels {labels.shape}")
+        xs.append(data.reshape(-1, 3, 32, 32))
+        ys.append(labels)
+    x = torch.from_numpy(np.concatenate(xs).astype(np.float32) / 255.0)
+    return x, torch.from_numpy(np.concatenate(ys))
 
 
 def cifar10(root: str | Path = "data/cifar10", split: str = "train",
@@ -416,40 +496,133 @@ def cifar10(root: str | Path = "data/cifar10", split: str = "train",
     fails, ``FileNotFoundError`` says what to fetch from where.  The pickles are trusted files: load only the
     official archive.
     """
-    import pickle
+    return _cifar(_CIFAR10, root, split, download)
 
-    validation.choice("split", split, ("train", "test"))
+
+# ---------------------------------------------------------------------------------------------------------------
+# The transfer-learning chapter's data (Maciazek & Allison 2025): CIFAR-100, EMNIST letters, CelebA identities.
+# ---------------------------------------------------------------------------------------------------------------
+def cifar100(root: str | Path = "data/cifar100", split: str = "train",
+             download: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """CIFAR-100 from its python pickles (no torchvision): ``(images, labels)`` with images (N, 3, 32, 32) float32 in
+    [0, 1] and int64 fine labels 0..99 (N = 50,000 for ``"train"``, 10,000 for ``"test"``).
+
+    Reads ``root/cifar-100-python/train`` or ``test``, a pickled dict with ``b'data'`` (N x 3072 uint8,
+    channel-major) and ``b'fine_labels'``.  Downloads, checks and extracts :data:`CIFAR100_URL` as
+    :func:`cifar10` does its archive (only when ``download=True``); the pickles are trusted files.
+    """
+    return _cifar(_CIFAR100, root, split, download)
+
+
+EMNIST_URL = "https://biometrics.nist.gov/cs_links/EMNIST/gzip.zip"
+EMNIST_LETTERS_FILES = {split: (f"emnist-letters-{split}-images-idx3-ubyte.gz",
+                                f"emnist-letters-{split}-labels-idx1-ubyte.gz") for split in ("train", "test")}
+
+
+def emnist_letters(root: str | Path = "data/emnist", split: str = "train") -> tuple[torch.Tensor, torch.Tensor]:
+    """EMNIST letters from its IDX files (no torchvision): ``(images, labels)`` with images (N, 1, 28, 28) float32
+    in [0, 1], upright, and int64 labels 0..25 for a..z (N = 124,800 for ``"train"``, 20,800 for ``"test"``).
+
+    The files store each image transposed and label the letters 1..26: image ``i`` is the file's ``[i].T`` (as
+    torchvision reads it) and its label the file's minus 1.  ``emnist-letters-{train,test}-{images-idx3,
+    labels-idx1}-ubyte.gz`` (gzipped or not) are looked for in ``root``, ``root/EMNIST/raw`` (torchvision's layout)
+    and ``root/gzip`` (the folder of the NIST zip).  Nothing is downloaded: the zip, :data:`EMNIST_URL`, is 535 MB
+    and holds every EMNIST split; a missing file raises ``FileNotFoundError`` saying so.
+    """
+    validation.choice("split", split, tuple(EMNIST_LETTERS_FILES))
     root = Path(root)
-    folder = root / CIFAR10_DIR
-    names = CIFAR10_FILES[split]
-    missing = [n for n in names if not (folder / n).is_file()]
+    names = EMNIST_LETTERS_FILES[split]
+    paths = [_find(root, name, ("EMNIST/raw", "gzip")) for name in names]
+    missing = [name for name, path in zip(names, paths) if path is None]
     if missing:
-        how = (f"Download {CIFAR10_URL} and extract it into {root.resolve()} (so that {folder.resolve()} holds "
-               f"data_batch_1..5 and test_batch), or call cifar10(..., download=True) on a machine with internet "
-               "access.")
-        if not download:
-            raise FileNotFoundError(f"CIFAR-10 batches {', '.join(missing)} not found in {folder.resolve()}. {how}")
-        import tarfile
+        wanted = sum(EMNIST_LETTERS_FILES.values(), ())
+        raise FileNotFoundError(
+            f"EMNIST letters files {', '.join(missing)} not found in {root.resolve()} (nor in its EMNIST/raw or gzip "
+            f"folders). Download {EMNIST_URL} (535 MB, all EMNIST splits) and extract the four letters files "
+            f"{', '.join(wanted)} from its gzip/ folder into {root.resolve()}.")
+    images, labels = _idx_pair(*paths)
+    if not np.all((labels >= 1) & (labels <= 26)):
+        raise ValueError(f"{paths[1]} is not an EMNIST letters label file: labels outside 1..26")
+    x = torch.from_numpy(images.transpose(0, 2, 1).astype(np.float32, order="C") / 255.0)[:, None]
+    return x, torch.from_numpy(labels.astype(np.int64) - 1)
 
-        archive = root / CIFAR10_URL.rsplit("/", 1)[1]
-        try:
-            if not (archive.is_file() and _md5(archive) == CIFAR10_MD5):
-                _fetch((CIFAR10_URL,), archive, CIFAR10_MD5)
-            with tarfile.open(archive, "r:gz") as tar:
-                members = [m for m in tar.getmembers() if m.name.startswith(CIFAR10_DIR + "/") and m.isfile()
-                           and ".." not in Path(m.name).parts]
-                tar.extractall(root, members=members)
-        except (OSError, tarfile.TarError) as err:
-            raise FileNotFoundError(f"CIFAR-10 is missing and could not be downloaded ({err}). {how}") from err
-    xs, ys = [], []
-    for n in names:
-        with open(folder / n, "rb") as f:
-            batch = pickle.load(f, encoding="bytes")
-        data = np.asarray(batch[b"data"], dtype=np.uint8)
-        labels = np.asarray(batch[b"labels"], dtype=np.int64)
-        if data.ndim != 2 or data.shape[1] != 3072 or data.shape[0] != labels.shape[0]:
-            raise ValueError(f"{folder / n} is not a CIFAR-10 batch: data {data.shape}, labels {labels.shape}")
-        xs.append(data.reshape(-1, 3, 32, 32))
-        ys.append(labels)
-    x = torch.from_numpy(np.concatenate(xs).astype(np.float32) / 255.0)
-    return x, torch.from_numpy(np.concatenate(ys))
+
+CELEBA_URL = "https://mmlab.ie.cuhk.edu.hk/projects/CelebA.html"
+# list_eval_partition.txt codes: 0 = train (162,770 images), 1 = valid (19,867), 2 = test (19,962).
+CELEBA_SPLITS = {"train": (0,), "valid": (1,), "test": (2,), "train+valid": (0, 1), "all": (0, 1, 2)}
+# What celeba_identities reads, each with the folder of the official Google Drive that holds it.
+CELEBA_ITEMS = (("img_align_celeba", "Img"), ("identity_CelebA.txt", "Anno"), ("list_eval_partition.txt", "Eval"))
+CELEBA_SHORT_SIDE, CELEBA_CROP = 232, 224
+
+
+def _celeba_table(path: Path) -> dict[str, int]:
+    """A CelebA annotation file of lines ``<image file> <integer>`` as a dict."""
+    table = {}
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 2 or not fields[1].isdigit():
+            raise ValueError(f"{path}, line {number}: {line!r}; allowed: '<image file> <integer>'")
+        table[fields[0]] = int(fields[1])
+    return table
+
+
+def celeba_identities(root: str | Path = "data/celeba", split: str = "train") -> tuple[list[Path], torch.Tensor]:
+    """The aligned CelebA images of ``split`` and their identities: ``(files, identities)``, the files sorted by
+    name and the identities int64 as in ``identity_CelebA.txt`` (1..10,177).
+
+    ``split`` picks by ``list_eval_partition.txt``: ``"train"``, ``"valid"``, ``"test"``, ``"train+valid"`` (the
+    paper's shadow-training pool; its validation pool is ``"test"``) or ``"all"``.  ``img_align_celeba/`` (the
+    178x218 JPEGs), ``identity_CelebA.txt`` and ``list_eval_partition.txt`` are looked for in ``root``,
+    ``root/celeba`` (torchvision's layout) and ``root/Img``, ``root/Anno``, ``root/Eval`` (the Google Drive's
+    folders).  Nothing is downloaded (:data:`CELEBA_URL`); a missing file raises ``FileNotFoundError`` saying what
+    to put where.  Read the pixels with :func:`celeba_faces`.
+    """
+    import os
+
+    validation.choice("split", split, tuple(CELEBA_SPLITS))
+    root = Path(root)
+    found, missing = {}, []
+    for name, drive_folder in CELEBA_ITEMS:
+        path = next((f / name for f in (root, root / "celeba", root / drive_folder) if (f / name).exists()), None)
+        if path is None:
+            missing.append(name)
+        found[name] = path
+    if missing:
+        raise FileNotFoundError(
+            f"CelebA {', '.join(missing)} not found in {root.resolve()} (nor in its celeba, Img, Anno or Eval "
+            f"folders). Download from {CELEBA_URL} (its Google Drive: Img/img_align_celeba.zip, Anno/"
+            f"identity_CelebA.txt, Eval/list_eval_partition.txt) and put img_align_celeba/ (the zip extracted), "
+            f"identity_CelebA.txt and list_eval_partition.txt into {root.resolve()}.")
+    partition = _celeba_table(found["list_eval_partition.txt"])
+    identity = _celeba_table(found["identity_CelebA.txt"])
+    names = sorted(n for n, code in partition.items() if code in CELEBA_SPLITS[split])
+    folder = found["img_align_celeba"]
+    present = set(os.listdir(folder))
+    absent = [n for n in names if n not in present]
+    if absent:
+        raise FileNotFoundError(
+            f"{len(absent)} of the {len(names)} CelebA {split!r} images are missing from {folder.resolve()} (first: "
+            f"{absent[0]}). Extract all of img_align_celeba.zip (202,599 JPEGs, from {CELEBA_URL}) into "
+            f"{folder.parent.resolve()}.")
+    unknown = [n for n in names if n not in identity]
+    if unknown:
+        raise ValueError(f"{found['identity_CelebA.txt']} has no identity for {len(unknown)} images (first: "
+                         f"{unknown[0]})")
+    return [folder / n for n in names], torch.tensor([identity[n] for n in names], dtype=torch.int64)
+
+
+def celeba_faces(files, resolution: int = 64) -> torch.Tensor:
+    """CelebA images (e.g. from :func:`celeba_identities`) with the transfer-learning paper's transform: shorter
+    side resized to 232 (bicubic, PIL), centre crop 224 x 224, resized to ``resolution`` x ``resolution``
+    (bicubic); RGB in [0, 1], shape (len(files), 3, resolution, resolution)."""
+    from PIL import Image
+
+    resolution = validation.integer("resolution", resolution)
+    out = []
+    for f in files:
+        with Image.open(f) as im:
+            face = _centre_crop(_resize_shorter(im.convert("RGB"), CELEBA_SHORT_SIDE, Image.BICUBIC), CELEBA_CROP)
+            out.append(_pil_tensor(face.resize((resolution, resolution), Image.BICUBIC)))
+    return torch.stack(out) if out else torch.empty(0, 3, resolution, resolution)

@@ -178,6 +178,13 @@ def lpips(x: torch.Tensor, y: torch.Tensor, net: str = "alex", pretrained_backbo
     return d.flatten().double()
 
 
+def lpips_network(net: str = "vgg", device: str | torch.device = "cpu") -> torch.nn.Module:
+    """The LPIPS network itself, frozen, for a differentiable loss on images in [-1, 1] (the transfer-learning
+    chapter's reconstructor loss for CIFAR and CelebA uses ``net="vgg"``); raises :class:`LPIPSUnavailable` with the
+    reason when it cannot be built here."""
+    return _lpips_model(net, True).to(device).requires_grad_(False)
+
+
 def lpips_status(net: str = "alex") -> tuple[bool, str]:
     """Whether real LPIPS with the ``net`` backbone can be computed here, and why not."""
     try:

@@ -23,6 +23,8 @@ from compendium.chapters import transfer_learned as chapter
     (dict(dp_noise_multipliers=(1.0, -2.0)), "dp_noise_multipliers"),
     (dict(dp_max_grad_norm=0.0), "dp_max_grad_norm=0.0"),
     (dict(shadow_heads=10), "unknown parameter"),
+    (dict(dataset="svhn"), "dataset='svhn'"),
+    (dict(reconstructor="residual"), "reconstructor='residual' with dataset='digits'"),
 ])
 def test_bad_settings_fail_before_any_work(overrides, message):
     with pytest.raises(ValueError, match=message):
@@ -118,3 +120,48 @@ def test_head_accuracy_of_flattened_weights():
     labels = torch.arange(10)
     weights = torch.cat([torch.eye(10).flatten(), torch.zeros(10)])[None]  # W = I, b = 0: argmax = label
     assert float(chapter.head_accuracy(weights, features, labels)[0]) == 1.0
+
+
+def test_recipe_rows_of_table3():
+    assert chapter.HeadRecipe.of("mnist", 40) == chapter.HeadRecipe(40)
+    cifar = chapter.HeadRecipe.of("cifar10", 40, init_std=0.0002)
+    assert (cifar.epochs, cifar.weight_decay, cifar.init_std) == (78, 1e-4, 0.0002)
+
+
+def _fake_paper_data(root):
+    """MNIST (20 / 10 images per digit) and EMNIST letters (2 per letter) as the IDX files the loaders read."""
+    from test_data import _write_idx
+
+    rng = np.random.default_rng(0)
+    files = {"mnist": [("train", 200, 10, 0), ("t10k", 100, 10, 0)],
+             "emnist": [("emnist-letters-train", 52, 26, 1), ("emnist-letters-test", 26, 26, 1)]}
+    for folder, splits in files.items():
+        (root / folder).mkdir()
+        for prefix, n, classes, first in splits:
+            _write_idx(root / folder / f"{prefix}-images-idx3-ubyte.gz", rng.integers(0, 256, (n, 28, 28)))
+            _write_idx(root / folder / f"{prefix}-labels-idx1-ubyte.gz", np.arange(n) % classes + first)
+
+
+def test_paper_scale_pipeline_on_small_files(tmp_path):
+    """The paper's MNIST pipeline end to end at toy counts: EMNIST / MNIST pools at 32x32, VGGtiny's 256 features,
+    training heads written to disk, Table 2's generator; a second run reads the stored heads and gives the same
+    tables."""
+    with pytest.raises(FileNotFoundError, match="emnist-letters-train-images"):
+        chapter.pools(chapter.settings("paper", "cpu", data_dir=str(tmp_path)))
+    _fake_paper_data(tmp_path)
+    cfg = chapter.settings("paper", "cpu", data_dir=str(tmp_path), shadow_dir=str(tmp_path / "heads"),
+                           shadow_train=40, shadow_val=4, reconstructor_steps=2, hidden=4, extractor_epochs=1)
+    pool = chapter.pools(cfg)
+    assert [tuple(x.shape) for x, _ in (pool.pretrain, pool.train, pool.validation)] == [
+        (52, 1, 32, 32), (200, 1, 32, 32), (100, 1, 32, 32)]
+    assert pool.train[0].min() >= -1 and pool.train[0].max() <= 1 and int(pool.pretrain[1].max()) == 25
+    extractor = chapter.feature_extractor(cfg, pool)
+    assert extractor.features(pool.train[0][:3]).shape == (3, 256) and math.isnan(extractor.accuracy)
+    result = chapter.run_attack(cfg, pool, extractor, set_size=10, progress=False)
+    stored = list((tmp_path / "heads").iterdir())
+    assert [p.name for p in stored] == ["mnist-N10-K40-std0.002-sigmaNone-seed0"]
+    assert (stored[0] / "weights.npy").stat().st_size > 40 * 2570 * 4
+    assert isinstance(result.reconstructor, chapter.models.ResidualReconstructor)
+    assert result.h0.shape == result.h1.shape == (4, 10) and result.val_weights.shape == (4, 2570)
+    again = chapter.run_attack(cfg, pool, extractor, set_size=10, progress=False)
+    assert torch.equal(result.h0, again.h0) and torch.equal(result.h1, again.h1)

@@ -190,6 +190,15 @@ def _write_idx(path, array: np.ndarray) -> None:
         f.write(header + array.astype(np.uint8).tobytes())
 
 
+def _gunzip_into(folder, source, names) -> None:
+    """Uncompressed copies of ``source/<name>.gz`` in ``folder`` (torchvision's raw layout)."""
+    import gzip
+
+    folder.mkdir(parents=True)
+    for name in names:
+        (folder / name).write_bytes(gzip.decompress((source / f"{name}.gz").read_bytes()))
+
+
 @pytest.fixture
 def no_network(monkeypatch):
     calls = []
@@ -214,11 +223,7 @@ def test_mnist_reads_idx_files(tmp_path, no_network):
     assert y.tolist() == [3, 1, 4, 1, 5] and y.dtype == torch.int64
     assert no_network == []
     # torchvision's layout (MNIST/raw, uncompressed) is found too
-    raw = tmp_path / "tv" / "MNIST" / "raw"
-    raw.mkdir(parents=True)
-    import gzip
-    for name in ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"):
-        (raw / name).write_bytes(gzip.decompress((tmp_path / f"{name}.gz").read_bytes()))
+    _gunzip_into(tmp_path / "tv" / "MNIST" / "raw", tmp_path, ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"))
     x2, y2 = data.mnist(tmp_path / "tv", "test")
     assert torch.equal(x, x2) and torch.equal(y, y2)
 
@@ -269,15 +274,19 @@ def test_cifar10_reads_pickle_batches(tmp_path, no_network):
     assert no_network == []
 
 
-def test_cifar10_missing_files_message(tmp_path, no_network):
-    with pytest.raises(FileNotFoundError, match=r"test_batch.*cifar-10-python\.tar\.gz.*download=True"):
-        data.cifar10(tmp_path, "test")
+@pytest.mark.parametrize("loader, missing", [
+    (data.cifar10, r"CIFAR-10 files test_batch not found.*cifar-10-python\.tar\.gz.*cifar10\(\.\.\., download=True\)"),
+    (data.cifar100, r"CIFAR-100 files test not found.*cifar-100-python\.tar\.gz.*cifar100\(\.\.\., download=True\)"),
+])
+def test_cifar_missing_files_message(tmp_path, no_network, loader, missing):
+    with pytest.raises(FileNotFoundError, match=missing):
+        loader(tmp_path, "test")
     assert no_network == []
     with pytest.raises(FileNotFoundError, match=r"could not be downloaded.*network disabled.*www\.cs\.toronto\.edu"):
-        data.cifar10(tmp_path, "test", download=True)
-    assert no_network == ["https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"]
-    with pytest.raises(ValueError, match="split"):
-        data.cifar10(tmp_path, "valid")
+        loader(tmp_path, "test", download=True)
+    assert len(no_network) == 1 and no_network[0].startswith("https://www.cs.toronto.edu/~kriz/cifar-")
+    with pytest.raises(ValueError, match="split='valid'; allowed: one of 'train', 'test'"):
+        loader(tmp_path, "valid")
 
 
 def test_offline_switch_refuses_downloads_before_the_network(tmp_path, monkeypatch):
@@ -293,3 +302,145 @@ def test_offline_switch_refuses_downloads_before_the_network(tmp_path, monkeypat
     with pytest.raises(FileNotFoundError, match=r"could not be downloaded.*COMPENDIUM_OFFLINE is set"):
         data.cifar10(tmp_path, "test", download=True)
     assert not any(p.is_file() for p in tmp_path.rglob("*"))  # nothing half-written
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The transfer-learning chapter's data: CIFAR-100, EMNIST letters, CelebA identities (fake files, never the network)
+# ---------------------------------------------------------------------------------------------------------------
+def test_cifar100_reads_fine_labels(tmp_path, no_network):
+    import pickle
+
+    folder = tmp_path / "cifar-100-python"
+    folder.mkdir()
+    rng = np.random.default_rng(1)
+    images = rng.integers(0, 256, size=(4, 3072), dtype=np.uint8)
+    with open(folder / "train", "wb") as f:  # the real pickle also holds coarse labels: the fine ones are read
+        pickle.dump({b"data": images, b"fine_labels": [99, 0, 42, 7], b"coarse_labels": [1, 2, 3, 4]}, f)
+    x, y = data.cifar100(tmp_path, "train")
+    assert x.shape == (4, 3, 32, 32) and x.dtype == torch.float32 and x.min() >= 0 and x.max() <= 1
+    assert np.array_equal((x * 255).round().numpy().astype(np.uint8), images.reshape(4, 3, 32, 32))
+    assert y.tolist() == [99, 0, 42, 7] and y.dtype == torch.int64
+    assert no_network == []
+
+
+def test_emnist_letters_upright_and_labels_from_zero(tmp_path):
+    """A 28 x 28 file image with a bright first row is a letter with a bright first column; labels 1, 26 -> 0, 25."""
+    stored = np.zeros((2, 28, 28), np.uint8)
+    stored[0, 0, :] = 255  # first row of image 0, as stored
+    stored[1, 3, 5] = 17
+    gz = tmp_path / "gzip"  # the NIST zip's folder
+    gz.mkdir()
+    _write_idx(gz / "emnist-letters-test-images-idx3-ubyte.gz", stored)
+    _write_idx(gz / "emnist-letters-test-labels-idx1-ubyte.gz", np.array([1, 26]))
+    x, y = data.emnist_letters(tmp_path, "test")
+    assert x.shape == (2, 1, 28, 28) and x.dtype == torch.float32 and x.is_contiguous()
+    assert torch.all(x[0, 0, :, 0] == 1.0) and x[0].sum() == 28  # the row became the first column
+    assert x[1, 0, 5, 3] == pytest.approx(17 / 255) and x[1].sum() == pytest.approx(17 / 255)
+    assert y.tolist() == [0, 25] and y.dtype == torch.int64
+    # torchvision's layout (EMNIST/raw, uncompressed) is found too
+    _gunzip_into(tmp_path / "tv" / "EMNIST" / "raw", gz,
+                 ("emnist-letters-test-images-idx3-ubyte", "emnist-letters-test-labels-idx1-ubyte"))
+    x2, y2 = data.emnist_letters(tmp_path / "tv", "test")
+    assert torch.equal(x, x2) and torch.equal(y, y2)
+
+
+def test_emnist_letters_errors(tmp_path):
+    with pytest.raises(FileNotFoundError) as err:
+        data.emnist_letters(tmp_path, "train")
+    msg = str(err.value)
+    assert "emnist-letters-train-images-idx3-ubyte.gz, emnist-letters-train-labels-idx1-ubyte.gz not found" in msg
+    assert "https://biometrics.nist.gov/cs_links/EMNIST/gzip.zip" in msg and str(tmp_path.resolve()) in msg
+    assert "emnist-letters-test-labels-idx1-ubyte.gz" in msg  # all four files to extract are named
+    with pytest.raises(ValueError, match="split='all'; allowed: one of 'train', 'test'"):
+        data.emnist_letters(tmp_path, "all")
+    _write_idx(tmp_path / "emnist-letters-train-images-idx3-ubyte.gz", np.zeros((2, 28, 28)))
+    _write_idx(tmp_path / "emnist-letters-train-labels-idx1-ubyte.gz", np.array([0, 3]))  # 0 is no letter
+    with pytest.raises(ValueError, match="outside 1..26"):
+        data.emnist_letters(tmp_path, "train")
+
+
+@pytest.fixture
+def celeba(tmp_path):
+    """torchvision's layout: root/celeba/ with 4 tiny 'aligned' faces (178 x 218, one colour each), 2 train, 1 valid,
+    1 test; the identity file is not in name order and ends in a blank line."""
+    folder = tmp_path / "celeba"
+    (folder / "img_align_celeba").mkdir(parents=True)
+    colours = [(255, 0, 0), (0, 255, 0), (0, 0, 255), (128, 128, 128)]
+    for i, rgb in enumerate(colours, 1):
+        _solid(178, 218, rgb).save(folder / "img_align_celeba" / f"{i:06d}.jpg", quality=95)
+    (folder / "list_eval_partition.txt").write_text("000001.jpg 0\n000002.jpg 0\n000003.jpg 1\n000004.jpg 2\n")
+    (folder / "identity_CelebA.txt").write_text("000004.jpg 10177\n000001.jpg 2880\n000002.jpg 2937\n"
+                                               "000003.jpg 2880\n\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize("split, names, ids", [
+    ("train", ["000001", "000002"], [2880, 2937]),
+    ("valid", ["000003"], [2880]),
+    ("test", ["000004"], [10177]),
+    ("train+valid", ["000001", "000002", "000003"], [2880, 2937, 2880]),
+    ("all", ["000001", "000002", "000003", "000004"], [2880, 2937, 2880, 10177]),
+])
+def test_celeba_identities_splits(celeba, split, names, ids):
+    files, y = data.celeba_identities(celeba, split)
+    assert [f.name for f in files] == [f"{n}.jpg" for n in names]
+    assert all(f.parent == celeba / "celeba" / "img_align_celeba" for f in files)
+    assert y.tolist() == ids and y.dtype == torch.int64
+
+
+def test_celeba_faces_transform(celeba):
+    files, _ = data.celeba_identities(celeba, "all")
+    x = data.celeba_faces(files, resolution=16)
+    assert x.shape == (4, 3, 16, 16) and x.dtype == torch.float32
+    assert x.min() >= 0.0 and x.max() <= 1.0
+    assert torch.allclose(x[0].mean((1, 2)), torch.tensor([1.0, 0.0, 0.0]), atol=0.02)  # file order kept
+    assert torch.allclose(x[3], torch.full_like(x[3], 128 / 255), atol=0.02)
+    assert data.celeba_faces(files[:1]).shape == (1, 3, 64, 64)  # the default resolution
+    assert data.celeba_faces([], resolution=8).shape == (0, 3, 8, 8)
+    with pytest.raises(ValueError, match="resolution=0"):
+        data.celeba_faces(files, resolution=0)
+
+
+def test_celeba_faces_crop_region(tmp_path):
+    """178 x 218: shorter side -> 232 (x 232/178), height 284; the 224 centre crop keeps rows 30..254 and columns
+    4..228 of the resized image, i.e. originals rows ~23..195 and columns ~3..175.  A red band above row 20 and one
+    left of column 2 are cut away; a blue centre survives."""
+    arr = np.zeros((218, 178, 3), np.uint8)
+    arr[:20, :, 0] = 255
+    arr[:, :2, 0] = 255
+    arr[60:160, 40:140, 2] = 255
+    Image.fromarray(arr).save(tmp_path / "face.png")
+    x = data.celeba_faces([tmp_path / "face.png"], resolution=32)[0]
+    assert x[0].max() < 0.05  # no red left
+    assert x[2, 12:20, 12:20].min() > 0.95  # the blue centre
+
+
+def test_celeba_identities_errors(celeba, tmp_path):
+    with pytest.raises(FileNotFoundError) as err:
+        data.celeba_identities(tmp_path / "empty", "train")
+    msg = str(err.value)
+    assert "img_align_celeba, identity_CelebA.txt, list_eval_partition.txt not found" in msg
+    assert "mmlab.ie.cuhk.edu.hk/projects/CelebA.html" in msg and str((tmp_path / "empty").resolve()) in msg
+    with pytest.raises(ValueError, match=r"split='val'; allowed: one of 'train', 'valid', 'test', 'train\+valid'"):
+        data.celeba_identities(celeba, "val")
+    (celeba / "celeba" / "img_align_celeba" / "000002.jpg").unlink()
+    with pytest.raises(FileNotFoundError, match=r"1 of the 2 CelebA 'train' images are missing.*first: 000002\.jpg"):
+        data.celeba_identities(celeba, "train")
+    assert len(data.celeba_identities(celeba, "test")[0]) == 1  # other splits still load
+    (celeba / "celeba" / "identity_CelebA.txt").write_text("000001.jpg 2880\n")
+    with pytest.raises(ValueError, match=r"no identity for 1 images \(first: 000003\.jpg\)"):
+        data.celeba_identities(celeba, "valid")
+    (celeba / "celeba" / "identity_CelebA.txt").write_text("000001.jpg,2880\n")
+    with pytest.raises(ValueError, match="line 1"):
+        data.celeba_identities(celeba, "valid")
+
+
+def test_celeba_identities_google_drive_layout(tmp_path):
+    for sub, name, text in (("Anno", "identity_CelebA.txt", "000001.jpg 5\n"),
+                            ("Eval", "list_eval_partition.txt", "000001.jpg 2\n")):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / name).write_text(text)
+    (tmp_path / "Img" / "img_align_celeba").mkdir(parents=True)
+    _solid(178, 218, (0, 0, 0)).save(tmp_path / "Img" / "img_align_celeba" / "000001.jpg")
+    files, y = data.celeba_identities(tmp_path, "test")
+    assert files == [tmp_path / "Img" / "img_align_celeba" / "000001.jpg"] and y.tolist() == [5]

@@ -1,10 +1,12 @@
-"""Unit tests of compendium.models: the HCR chapter's split classifiers (shapes, split, paper sizes, init)."""
+"""Unit tests of compendium.models: the HCR chapter's split classifiers (shapes, split, paper sizes, init) and the
+transfer-learning chapter's VGGTiny."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from compendium.models import CifarCNN, MnistMLP, SplitClassifier
+from compendium import train
+from compendium.models import CifarCNN, MnistMLP, SplitClassifier, VGGTiny
 
 
 def _n_params(model: torch.nn.Module) -> int:
@@ -78,3 +80,77 @@ def test_mlp_rejects_bad_sizes(kwargs):
 def test_cnn_rejects_bad_sizes(kwargs, name):
     with pytest.raises(ValueError, match=name):
         CifarCNN(**kwargs)
+
+
+# ------------------------------------------------------------------------- VGGTiny (transfer-learning paper App. D.1)
+def test_vggtiny_paper_size_and_layers():
+    """App. D.1: VGG-11 with channels / 16 (4, 8, 16, 16, 32, 32, 32, 32), FC 256-256-26: 240,010 parameters; the
+    convolutions at the indices of the authors' VGGNet.features, 32 -> 16 -> 8 -> 4 px before the 512-wide flatten."""
+    model = VGGTiny()
+    assert isinstance(model, SplitClassifier) and _n_params(model) == 240_010
+    assert (model.feature_dim, model.num_classes, model.in_channels, model.image_size) == (256, 26, 1, 32)
+    convs = {i: m.out_channels for i, m in enumerate(model.features) if isinstance(m, torch.nn.Conv2d)}
+    assert convs == {0: 4, 2: 8, 5: 16, 7: 16, 9: 32, 11: 32, 14: 32, 16: 32}
+    assert [i for i, m in enumerate(model.features) if isinstance(m, torch.nn.MaxPool2d)] == [4, 13, 18]
+    assert model.features[20].in_features == 512 and len(model.head) == 1
+
+
+def test_vggtiny_features_and_logits():
+    model = VGGTiny(generator=torch.Generator().manual_seed(0))
+    x = torch.rand(4, 1, 32, 32, generator=torch.Generator().manual_seed(1)) * 2 - 1
+    z = model.features(x)
+    assert z.shape == (4, 256) and (z >= 0).all() and (z > 0).any()  # post-ReLU of the second hidden layer
+    logits = model(x)
+    assert logits.shape == (4, 26)
+    torch.testing.assert_close(logits, model.head(z), rtol=0, atol=0)
+
+
+def test_vggtiny_init_is_the_authors_and_deterministic():
+    """Convolutions kaiming_normal_(fan_out, relu): std sqrt(2 / (9 c_out)); linear weights N(0, 0.01^2); biases 0."""
+    a, b, c = (VGGTiny(generator=torch.Generator().manual_seed(s)) for s in (3, 3, 4))
+    for pa, pb in zip(a.parameters(), b.parameters()):
+        assert torch.equal(pa, pb)
+    assert not torch.equal(a.features[0].weight, c.features[0].weight)
+    conv, fc = a.features[16].weight, a.features[20].weight  # 32 x 32 x 3 x 3 and 256 x 512
+    assert abs(conv.std().item() / (2 / (9 * 32)) ** 0.5 - 1) < 0.05
+    assert abs(fc.std().item() / 0.01 - 1) < 0.02 and abs(fc.mean().item()) < 1e-3
+    assert all((m.bias == 0).all() for m in a.modules() if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear)))
+
+
+def test_vggtiny_fits_the_project_loop():
+    """What train.train_classifier and train.accuracy need, at the 8x8 book-scale size: logits from model(x) with a
+    gradient on every parameter, and features / head for the dithered accuracy.  (No optimiser here: its first use
+    imports torch._dynamo, about a second.)"""
+    g = torch.Generator().manual_seed(0)
+    model = VGGTiny(1, 8, 10, generator=g)
+    x, y = torch.rand(16, 1, 8, 8, generator=g), torch.arange(16) % 10
+    torch.nn.functional.cross_entropy(model(x), y).backward()
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())
+    assert model.features[20].in_features == 32  # 8 -> 4 -> 2 -> 1 px
+    assert 0 <= train.accuracy(model, x, y, feature_noise=0.1, generator=g) <= 1
+
+
+def test_vggtiny_loads_the_authors_state_dict():
+    """Their VGGNet's keys: features.* as ours, fc1.0 / fc2.0 / fc_top renamed."""
+    source = VGGTiny(generator=torch.Generator().manual_seed(5))
+    theirs = {}
+    for key, value in source.state_dict().items():
+        for ours, authors in (("features.20.", "fc1.0."), ("features.22.", "fc2.0."), ("head.0.", "fc_top.")):
+            key = authors + key[len(ours):] if key.startswith(ours) else key
+        theirs[key] = value
+    assert "fc_top.weight" in theirs and "features.16.bias" in theirs
+    model = VGGTiny()
+    model.load_authors_state_dict(theirs)
+    for pa, pb in zip(model.parameters(), source.parameters()):
+        assert torch.equal(pa, pb)
+    with pytest.raises(RuntimeError, match="head.0.extra"):
+        model.load_authors_state_dict({**theirs, "fc_top.extra": torch.zeros(1)})
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"image_size": 7}, "image_size"), ({"num_classes": 1}, "num_classes"), ({"in_channels": 0}, "in_channels"),
+    ({"generator": 0}, "generator"),
+])
+def test_vggtiny_rejects_bad_arguments(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        VGGTiny(**kwargs)

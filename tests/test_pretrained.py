@@ -1,4 +1,5 @@
-"""Unit tests of compendium.models.pretrained: the paper-scale ImageNet pipeline of the HCR chapter (the paper's Sec. 3.3).
+"""Unit tests of compendium.models.pretrained: the paper-scale ImageNet pipeline of the HCR chapter (the paper's Sec. 3.3)
+and the transfer-learning chapter's paper-scale extractors and transforms (Maciazek & Allison 2025, App. D.1).
 
 Run everywhere: the 13/32-scaled preprocessing (no torchvision), ``compendium.data.imagenet_val_images`` reading
 tiny folders written here through it, the clear errors, and the model split / BatchNorm coupling / weight cache on a
@@ -27,6 +28,8 @@ from compendium.models.pretrained import (
     TorchvisionMissing,
     imagenet_split_model,
     imagenet_transform,
+    transfer_extractor,
+    transfer_transform,
 )
 
 MEAN = np.array(IMAGENET_NORMALIZATION[0])
@@ -469,3 +472,218 @@ def test_torchvision_weights_unavailable_offline(monkeypatch, tmp_path):
     monkeypatch.setenv("TORCH_HOME", str(tmp_path))
     with pytest.raises(PretrainedUnavailable, match=r"ResNet18_Weights\.IMAGENET1K_V1 .*TORCH_HOME"):
         imagenet_split_model("resnet18", download=False)
+
+
+# ============================================ the transfer-learning chapter's extractors (Maciazek & Allison, App. D.1)
+def test_transfer_constants():
+    assert pretrained.TRANSFER_FEATURE_DIMS == {"efficientnet_b0": 1280, "wide_resnet50_2": 2048}
+    assert {n: w[2] for n, w in pretrained.TRANSFER_TORCHVISION.items()} == {
+        "efficientnet_b0": "IMAGENET1K_V1", "wide_resnet50_2": "IMAGENET1K_V2"}
+
+
+@pytest.mark.parametrize("name, shape", [
+    ("efficientnet_b0", (2, 3, 32, 32)),     # CIFAR: 32 -> 224 x 224
+    ("wide_resnet50_2", (2, 3, 218, 178)),   # CelebA portrait: 178 x 218 -> 232 x 284 -> crop 224
+    ("wide_resnet50_2", (1, 3, 100, 150)),   # landscape: 232 x 348 -> crop 224
+])
+def test_transfer_transform_constant_image_is_exact(name, shape):
+    """A constant image stays constant through the bicubic resize and the crop: every pixel is (c - mean) / std
+    (to rounding: 1e-12 in float64; float32 keeps its dtype, to 1e-5 after the division by std)."""
+    colour = torch.tensor([0.8, 0.1, 0.35], dtype=torch.float64)
+    expected = (colour.numpy() - MEAN) / STD
+    for dtype, atol in ((torch.float64, 1e-12), (torch.float32, 1e-5)):
+        x = colour.to(dtype).view(1, 3, 1, 1).expand(shape).clone()
+        y = transfer_transform(name)(x)
+        assert y.shape == (shape[0], 3, 224, 224) and y.dtype == dtype
+        np.testing.assert_allclose(y.double().numpy(), np.broadcast_to(expected[None, :, None, None], y.shape),
+                                   rtol=0, atol=atol)
+
+
+@pytest.mark.parametrize("height, width, top, left", [
+    (241, 232, 8, 4),   # already 232 on the shorter side: no resampling; (241 - 224) / 2 = 8.5 rounds to 8
+    (232, 235, 4, 6),   # (235 - 224) / 2 = 5.5 rounds to 6
+])
+def test_transfer_transform_centre_crop_geometry(height, width, top, left):
+    x = torch.rand(1, 3, height, width, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    y = transfer_transform("wide_resnet50_2")(x)
+    expected = (x[0, :, top:top + 224, left:left + 224].numpy() - MEAN[:, None, None]) / STD[:, None, None]
+    np.testing.assert_allclose(y[0].numpy(), expected, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("name, shape", [("efficientnet_b0", (32, 32, 3)), ("wide_resnet50_2", (218, 178, 3))])
+def test_transfer_transform_matches_pil(name, shape):
+    """The authors resize PIL images (TorchVision's Resize on PIL: Image.resize with BICUBIC); on an 8-bit random
+    image ours is within 1/255 of it (within rounding), and equal up to rare ties with round_to_8bit."""
+    rgb = np.random.default_rng(1).integers(0, 256, size=shape, dtype=np.uint8)
+    img = Image.fromarray(rgb)
+    if name == "efficientnet_b0":
+        ref = np.array(img.resize((224, 224), Image.Resampling.BICUBIC))
+    else:
+        ref = np.array(img.resize((232, 284), Image.Resampling.BICUBIC))[30:254, 4:228]  # 178 x 218 -> 232 x 284
+    x = torch.from_numpy(rgb).permute(2, 0, 1)[None].double() / 255
+    for rounded, worst, mean in ((False, 1.5, 0.5), (True, 1.0 + 1e-6, 0.01)):
+        y = transfer_transform(name, round_to_8bit=rounded)(x)[0].numpy()
+        error = np.abs(y - _normalised(ref)) * STD[:, None, None] * 255  # in 8-bit levels
+        assert error.max() <= worst and error.mean() <= mean
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: transfer_transform("resnet18"), "name='resnet18'"),
+    (lambda: transfer_transform("efficientnet_b0", round_to_8bit=1), "round_to_8bit=1"),
+    (lambda: transfer_transform("efficientnet_b0")(torch.rand(2, 1, 32, 32)), r"x=torch.Size\(\[2, 1, 32, 32\]\)"),
+    (lambda: transfer_transform("efficientnet_b0")(torch.rand(3, 32, 32)), "allowed: a float tensor"),
+    (lambda: transfer_transform("efficientnet_b0")(torch.zeros(1, 3, 8, 8, dtype=torch.uint8)), "float tensor"),
+])
+def test_transfer_transform_bad_inputs(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+@pytest.mark.parametrize("name", ["efficientnet_b0", "wide_resnet50_2"])
+def test_transfer_extractor_without_torchvision(no_torchvision, name):
+    with pytest.raises(TorchvisionMissing, match="pip install torchvision") as info:
+        transfer_extractor(name)
+    assert isinstance(info.value, ImportError) and info.value.name == "torchvision"
+    assert f"transfer_extractor({name!r})" in str(info.value) and "App. D.1" in str(info.value)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"name": "resnet18"}, "name='resnet18'"), ({"name": "efficientnet_b0", "download": "no"}, "download='no'"),
+    ({"name": "efficientnet_b0", "device": "tpu"}, "device='tpu'"),
+    ({"name": "efficientnet_b0", "checkpoint": 3}, "checkpoint=3"),
+])
+def test_transfer_extractor_bad_arguments_before_importing_torchvision(no_torchvision, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        transfer_extractor(**kwargs)
+
+
+@pytest.mark.parametrize("name, file", [("efficientnet_b0", "EfficientNetB0_CIFAR100_200EP.pth"),
+                                        ("wide_resnet50_2", "WideResNet50_CelebA_Attributes_20EP.pth")])
+def test_transfer_extractor_checkpoint_errors_say_where_to_get_it(no_torchvision, tmp_path, name, file):
+    with pytest.raises(FileNotFoundError) as info:
+        transfer_extractor(name, checkpoint=tmp_path / file)
+    assert file in str(info.value) and "github.com/tmaciazek/training-data-reconstruction" in str(info.value)
+    pointer = tmp_path / "pointer.pth"
+    pointer.write_text("version https://git-lfs.github.com/spec/v1\noid sha256:0\nsize 1\n")
+    with pytest.raises(ValueError, match="Git LFS pointer"):
+        transfer_extractor(name, checkpoint=pointer)
+
+
+# --------------------------------------------- stand-ins with TorchVision's top-level layout, tiny widths (32 px input)
+class _FakeEfficientNet(nn.Module):
+    """EfficientNet-B0's children: features, avgpool, classifier = Dropout + Linear (8 features, not 1280)."""
+
+    def __init__(self, weights=None):
+        super().__init__()
+        assert weights is None
+        self.features = nn.Sequential(nn.Conv2d(3, 8, 8, stride=8), nn.BatchNorm2d(8), nn.SiLU())
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(8, 1000))
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.avgpool(self.features(x)), 1))
+
+
+class _FakeWideResNet(nn.Module):
+    """WideResNet-50-2's stem and top: conv1, bn1, relu, avgpool, fc (16 features, not 2048)."""
+
+    def __init__(self, weights=None):
+        super().__init__()
+        assert weights is None
+        self.conv1, self.bn1, self.relu = nn.Conv2d(3, 16, 8, stride=8), nn.BatchNorm2d(16), nn.ReLU()
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(16, 1000)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(self.avgpool(self.relu(self.bn1(self.conv1(x)))), 1))
+
+
+class _EfficientNetB0Weights(enum.Enum):
+    IMAGENET1K_V1 = "https://download.pytorch.org/models/efficientnet_b0_rwightman-7f5810bc.pth"
+
+    @property
+    def url(self):
+        return self.value
+
+
+class _WideResNet50Weights(enum.Enum):
+    IMAGENET1K_V1 = "https://download.pytorch.org/models/wide_resnet50_2-95faca4d.pth"
+    IMAGENET1K_V2 = "https://download.pytorch.org/models/wide_resnet50_2-9ba9bcbe.pth"
+
+    @property
+    def url(self):
+        return self.value
+
+
+_EfficientNetB0Weights.__name__ = "EfficientNet_B0_Weights"
+_WideResNet50Weights.__name__ = "Wide_ResNet50_2_Weights"
+_FAKES = {"efficientnet_b0": _FakeEfficientNet, "wide_resnet50_2": _FakeWideResNet}
+
+
+@pytest.fixture
+def fake_transfer_torchvision(fake_torchvision):
+    models = sys.modules["torchvision.models"]
+    models.efficientnet_b0, models.wide_resnet50_2 = _FakeEfficientNet, _FakeWideResNet
+    models.EfficientNet_B0_Weights, models.Wide_ResNet50_2_Weights = _EfficientNetB0Weights, _WideResNet50Weights
+    return fake_torchvision
+
+
+def _features(full: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """The stand-in's input to its classification layer (what the extractor must return)."""
+    if isinstance(full, _FakeEfficientNet):
+        return torch.flatten(full.avgpool(full.features(x)), 1)
+    return torch.flatten(full.avgpool(full.relu(full.bn1(full.conv1(x)))), 1)
+
+
+def _trained(name: str, seed: int) -> nn.Module:
+    """A stand-in with non-default weights and BatchNorm statistics (so loading them is visible)."""
+    torch.manual_seed(seed)
+    full = _FAKES[name]()
+    for m in full.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.uniform_(-1, 1)
+            m.running_var.uniform_(0.5, 2)
+    return full.eval()
+
+
+@pytest.mark.parametrize("name, file", [("efficientnet_b0", "efficientnet_b0_rwightman-7f5810bc.pth"),
+                                        ("wide_resnet50_2", "wide_resnet50_2-9ba9bcbe.pth")])
+def test_transfer_extractor_imagenet_weights(fake_transfer_torchvision, name, file):
+    """Unavailable weights: PretrainedUnavailable naming the file and TORCH_HOME; cached: loaded, head -> Identity."""
+    with pytest.raises(PretrainedUnavailable) as info:
+        transfer_extractor(name)
+    label = "torchvision.models." + pretrained.TRANSFER_TORCHVISION[name][1] + "." + pretrained.TRANSFER_TORCHVISION[name][2]
+    assert label in str(info.value) and file in str(info.value) and "TORCH_HOME" in str(info.value)
+    reference = _trained(name, 1)
+    cache = fake_transfer_torchvision / "hub" / "checkpoints" / file
+    cache.parent.mkdir(parents=True)
+    torch.save(reference.state_dict(), cache)
+    model = transfer_extractor(name, download=False)
+    assert not model.training and not any(p.requires_grad for p in model.parameters())
+    assert model.weights == label.removeprefix("torchvision.models.") and model.arch == name
+    assert isinstance(getattr(model, pretrained.TRANSFER_TORCHVISION[name][3]), nn.Identity)
+    x = torch.rand(3, 3, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(model(x), _features(reference, x), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("name", ["efficientnet_b0", "wide_resnet50_2"])
+def test_transfer_extractor_loads_the_authors_checkpoint(fake_transfer_torchvision, tmp_path, name):
+    """The authors' classifiers: EfficientNet's classifier = Dropout + Linear(., 100), WideResNet's fc = Linear(., 40)
+    + Sigmoid; their keys are dropped, the rest loaded strictly (another architecture's file is refused)."""
+    reference = _trained(name, 2)
+    if name == "efficientnet_b0":
+        reference.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(8, 100))
+    else:
+        reference.fc = nn.Sequential(nn.Linear(16, 40), nn.Sigmoid())
+    path = tmp_path / pretrained.TRANSFER_CHECKPOINTS[name]
+    torch.save(reference.state_dict(), path)
+    model = transfer_extractor(name, checkpoint=str(path))
+    assert model.weights == str(path) and model.feature_dim == pretrained.TRANSFER_FEATURE_DIMS[name]
+    assert not model.training and not any(p.requires_grad for p in model.parameters())
+    x = torch.rand(2, 3, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(model(x), _features(reference, x), rtol=0, atol=0)
+    other = "wide_resnet50_2" if name == "efficientnet_b0" else "efficientnet_b0"
+    with pytest.raises(RuntimeError, match="does not fit"):
+        transfer_extractor(other, checkpoint=path)

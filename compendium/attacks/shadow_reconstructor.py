@@ -39,6 +39,9 @@ def _generator(generator) -> torch.Generator:
 # ---------------------------------------------------------------------------------------------------------------
 # Algorithm 1: balanced training sets
 # ---------------------------------------------------------------------------------------------------------------
+KEY_BUDGET = 1 << 24  # random keys held at once by balanced_sets (64 MB): MNIST's 6,000 images per class x 2,796 sets
+
+
 def balanced_sets(labels: torch.Tensor, *, per_class: int, count: int, num_classes: int,
                   generator: torch.Generator) -> torch.Tensor:
     """``count`` balanced training sets drawn from a pool with ``labels``: indices of shape (count, num_classes,
@@ -55,8 +58,11 @@ def balanced_sets(labels: torch.Tensor, *, per_class: int, count: int, num_class
         if len(members) < per_class:
             raise ValueError(f"class {c} has {len(members)} images in the pool; allowed: at least "
                              f"per_class={per_class}")
-        keys = torch.rand(count, len(members), generator=generator, device=generator.device).cpu()
-        out[:, c] = members[keys.topk(per_class, dim=1).indices]  # the smallest-key subset is a uniform draw
+        rows = max(1, KEY_BUDGET // len(members))  # keys drawn for this many sets at a time: the same stream
+        for start in range(0, count, rows):
+            keys = torch.rand(min(rows, count - start), len(members), generator=generator,
+                              device=generator.device).cpu()
+            out[start:start + rows, c] = members[keys.topk(per_class, dim=1).indices]  # a uniform subset
     return out
 
 
@@ -112,11 +118,19 @@ class WeightStatistics:
 # ---------------------------------------------------------------------------------------------------------------
 # Eq. (3): the soft-min reconstruction loss
 # ---------------------------------------------------------------------------------------------------------------
-def reconstruction_errors(reconstruction: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+def reconstruction_errors(reconstruction: torch.Tensor, targets: torch.Tensor,
+                          perceptual: nn.Module | None = None) -> torch.Tensor:
     """``l_i = (MSE + MAE) / 2`` between each reconstruction (B, ...) and each of its ``M`` targets (B, M, ...),
-    means over pixels and channels: shape (B, M) (Section 3.1, the MNIST loss without LPIPS)."""
+    means over pixels and channels: shape (B, M) (Section 3.1, the MNIST loss).  With ``perceptual`` (an LPIPS
+    network on RGB images in [-1, 1], :func:`compendium.metrics.lpips_network`) its distance is added, the paper's
+    loss for CIFAR and CelebA."""
     diff = (reconstruction[:, None] - targets).flatten(2)
-    return 0.5 * ((diff ** 2).mean(-1) + diff.abs().mean(-1))
+    errors = 0.5 * ((diff ** 2).mean(-1) + diff.abs().mean(-1))
+    if perceptual is not None:
+        B, M = targets.shape[:2]
+        repeated = reconstruction.repeat_interleave(M, 0)
+        errors = errors + perceptual(repeated, targets.flatten(0, 1)).reshape(B, M)
+    return errors
 
 
 def softmin_loss(errors: torch.Tensor, alpha: float = 100.0) -> torch.Tensor:
@@ -134,14 +148,15 @@ def condition(weights: torch.Tensor, classes: torch.Tensor, num_classes: int) ->
 
 def train_reconstructor(model: nn.Module, weights: torch.Tensor, sets: torch.Tensor, pool: torch.Tensor, *,
                         epochs: int, generator: torch.Generator, statistics: WeightStatistics | None = None,
-                        alpha: float = 100.0, lr: float = 2e-4, batch_size: int = 32, device: str = "auto",
+                        perceptual: nn.Module | None = None, alpha: float = 100.0, lr: float = 2e-4, batch_size: int = 32, device: str = "auto",
                         progress: bool = True) -> dict[str, list[float]]:
     """Train the conditional reconstructor (Section 3.1) through :func:`compendium.train.fit`: Adam (lr 2e-4, batches
     of 32 shadow models), each batch element with a class ``c`` drawn uniformly, input ``(theta_k, onehot(c))``,
     loss Eq. (3) over the ``M`` class-``c`` images of ``D_k``.  ``weights`` (K, D) are the shadow weights, standardised
     batch by batch with ``statistics`` when given (already standardised otherwise), ``sets`` (K, C, M) the indices of
     their training images in ``pool`` (images in [-1, 1]).  Weights and images are looked up batch by batch, so
-    neither the ``K`` sets' images nor a standardised copy of memory-mapped weights is ever held in memory."""
+    neither the ``K`` sets' images nor a standardised copy of memory-mapped weights is ever held in memory.
+    ``perceptual`` adds an LPIPS term to the errors (:func:`reconstruction_errors`)."""
     _generator(generator)
     if weights.ndim != 2 or sets.ndim != 3 or weights.shape[0] != sets.shape[0]:
         raise ValueError(f"weights {tuple(weights.shape)} and sets {tuple(sets.shape)}; allowed: (K, D) and "
@@ -156,7 +171,8 @@ def train_reconstructor(model: nn.Module, weights: torch.Tensor, sets: torch.Ten
         classes = classes.to(theta.device)
         chosen = members[torch.arange(len(theta), device=members.device), classes].long().cpu()
         out = net(condition(theta, classes, num_classes))
-        return softmin_loss(reconstruction_errors(out, pool[chosen].to(theta.device)), alpha).mean()
+        errors = reconstruction_errors(out, pool[chosen].to(theta.device), perceptual)
+        return softmin_loss(errors, alpha).mean()
 
     return train.fit(model, loss_fn, (weights, sets), epochs=epochs, optimizer="adam", lr=lr, weight_decay=0.0,
                      batch_size=batch_size, generator=generator, device=device, progress=progress,
@@ -203,11 +219,13 @@ def prior_table(pool: torch.Tensor, images: torch.Tensor, generator: torch.Gener
     return min_mse(pool[draws].flatten(0, 1), images.flatten(0, 1)).double().reshape(K, C)
 
 
-def nearest_neighbour_threshold(validation_images: torch.Tensor, train_images: torch.Tensor) -> float:
-    """``tau_NN`` of Section 2: the mean over validation images of the MSE to their nearest training image."""
-    v, t = validation_images.flatten(1).double(), train_images.flatten(1).double()
-    squared = (v ** 2).sum(1)[:, None] + (t ** 2).sum(1)[None] - 2 * v @ t.T
-    return float((squared.clamp(min=0).min(1).values / v.shape[1]).mean())
+def nearest_neighbour_threshold(validation_images: torch.Tensor, train_images: torch.Tensor,
+                                chunk: int = 1024) -> float:
+    """``tau_NN`` of Section 2: the mean over validation images of the MSE to their nearest training image, in
+    float64, ``chunk`` validation images at a time (MNIST's 10,000 x 60,000 distances would be 4.8 GB at once)."""
+    t = train_images.flatten(1).double()
+    nearest = [torch.cdist(v.flatten(1).double(), t).min(1).values ** 2 for v in validation_images.split(chunk)]
+    return float((torch.cat(nearest) / t.shape[1]).mean())
 
 
 def rates(h0: torch.Tensor, h1: torch.Tensor, tau: float) -> tuple[float, float]:

@@ -9,6 +9,13 @@ an MLP trained on digits it never shares with the attack), 800 from which the ad
 sets, and 497 for the validation shadow sets (the paper's MNIST-test).  The heads, their recipe (Table 3, MNIST
 row), Algorithms 1 and 3, the loss Eq. (3) and the thresholds are the paper's; the reconstructor is a small MLP in
 place of Table 2's generator.
+
+At ``paper`` scale (``dataset="mnist"`` or ``"cifar10"``) the pools are the paper's (Appendix D): EMNIST letters or
+CIFAR-100 to pre-train, the training split for the adversary, the test split for the victims; the extractor is the
+paper's (VGGtiny trained here on EMNIST letters; EfficientNet-B0 from TorchVision, ideally with the authors'
+CIFAR-100 fine-tuned checkpoint); the 2.56 million training heads per ``N`` are written to disk
+(:mod:`compendium.attacks.shadow_store`); the reconstructor is Table 2's generator, trained with LPIPS for CIFAR.
+``dataset="digits"`` keeps the digits at the paper's counts (no download).
 """
 from __future__ import annotations
 
@@ -23,7 +30,7 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from compendium import data, dp, models, train, validation
+from compendium import data, dp, metrics, models, train, validation
 from compendium.attacks import shadow_reconstructor as attack
 from compendium.attacks.shadow_store import ShadowStore, ShadowWriter
 from compendium.base import resolve_device
@@ -35,6 +42,14 @@ TITLE = "Vulnerability of transfer-learned networks to data reconstruction in th
 
 NUM_CLASSES = 10
 POOL_SIZES = {"pretrain": 500, "train": 800, "validation": 497}
+#: Table 3's recipe per dataset (the digits run MNIST's): heads' init std, lr, weight decay and the epochs
+#: ``offset + per_five * N // 5`` (MNIST 26 + 3N/5, CIFAR 38 + N).
+DATASETS = {
+    "digits": dict(init_std=0.002, lr=0.01, weight_decay=1e-5, epochs_offset=26, epochs_per_five=3),
+    "mnist": dict(init_std=0.002, lr=0.01, weight_decay=1e-5, epochs_offset=26, epochs_per_five=3),
+    "cifar10": dict(init_std=0.002, lr=0.01, weight_decay=1e-4, epochs_offset=38, epochs_per_five=5),
+}
+RECONSTRUCTORS = ("mlp", "residual")
 #: The paper's Table 1 (MNIST, CIFAR, CelebA rows) and defended epsilons of Section 4 (gamma = 0.015).
 PAPER_TABLE1 = {
     "MNIST": {10: (0.636, 0.018, 0.431), 40: (0.374, 0.098, 0.052)},
@@ -46,19 +61,22 @@ PAPER_DEFENDED_EPSILON = {("MNIST", 10): 7.2, ("MNIST", 40): 6.0, ("CIFAR", 10):
 GAMMA = 0.015
 
 SCALES = {
-    "ci": dict(set_sizes=(10, 40), shadow_train=4000, shadow_val=200, reconstructor_steps=3000, hidden=512,
+    "ci": dict(dataset="digits", data_dir="data", shadow_dir=None, reconstructor="mlp", extractor_checkpoint=None,
+               set_sizes=(10, 40), shadow_train=4000, shadow_val=200, reconstructor_steps=3000, hidden=512,
                extractor_epochs=60, extractor_hidden=64, init_std=0.002, shadow_counts=(),
                init_stds=(), dp_set_size=10, dp_noise_multipliers=(8.0,), dp_max_grad_norm=10.0,
                dp_shadow_train=2000, dp_reconstructor_steps=1000),
-    "book": dict(set_sizes=(10, 40), shadow_train=20_000, shadow_val=1000, reconstructor_steps=10_000, hidden=512,
+    "book": dict(dataset="digits", data_dir="data", shadow_dir=None, reconstructor="mlp", extractor_checkpoint=None,
+                 set_sizes=(10, 40), shadow_train=20_000, shadow_val=1000, reconstructor_steps=10_000, hidden=512,
                  extractor_epochs=60, extractor_hidden=64, init_std=0.002, shadow_counts=(1000, 5000),
                  init_stds=(0.2,), dp_set_size=10, dp_noise_multipliers=(0.25, 0.5, 1.0, 2.0),
                  dp_max_grad_norm=10.0, dp_shadow_train=5000, dp_reconstructor_steps=4000),
-    "paper": dict(set_sizes=(10, 40), shadow_train=2_560_000, shadow_val=10_000, reconstructor_steps=1_000_000,
-                  hidden=512, extractor_epochs=60, extractor_hidden=64, init_std=0.002,
-                  shadow_counts=(10_000, 100_000, 1_000_000), init_stds=(0.0002, 0.02, 0.2), dp_set_size=10,
-                  dp_noise_multipliers=(0.435, 0.6, 0.85, 1.23, 1.82), dp_max_grad_norm=10.0,
-                  dp_shadow_train=2_560_000, dp_reconstructor_steps=1_000_000),
+    "paper": dict(dataset="mnist", data_dir="data", shadow_dir="data/transfer-learned-shadow-heads",
+                  reconstructor="residual", extractor_checkpoint=None, set_sizes=(10, 40), shadow_train=2_560_000,
+                  shadow_val=10_000, reconstructor_steps=1_000_000, hidden=256, extractor_epochs=50,
+                  extractor_hidden=256, init_std=0.002, shadow_counts=(10_000, 100_000, 1_000_000),
+                  init_stds=(0.0002, 0.02, 0.2), dp_set_size=10, dp_noise_multipliers=(0.435, 0.6, 0.85, 1.23, 1.82),
+                  dp_max_grad_norm=4.0, dp_shadow_train=2_560_000, dp_reconstructor_steps=1_000_000),
 }
 
 
@@ -66,6 +84,11 @@ SCALES = {
 class Settings(_Settings):
     """Settings of the transfer-learning chapter.
 
+    ``dataset`` ``"digits"`` (offline), ``"mnist"`` or ``"cifar10"`` (the paper's; read from ``data_dir``, downloaded
+    by :func:`compendium.data.mnist` / :func:`~compendium.data.cifar10` only when asked); ``shadow_dir`` a folder
+    where the training shadow heads are written (``None``: held in memory); ``reconstructor`` ``"mlp"`` (the book's)
+    or ``"residual"`` (Table 2; ``hidden`` is then its width S, 256 for MNIST and 512 for CIFAR);
+    ``extractor_checkpoint`` the authors' fine-tuned EfficientNet-B0 weights for CIFAR (ImageNet weights otherwise);
     ``set_sizes`` the attacked heads' training-set sizes ``N`` (multiples of the 10 classes; Table 1 uses 10 and 40);
     ``shadow_train`` / ``shadow_val`` the numbers of training and validation shadow heads per ``N`` (the paper:
     2.56e6 and 1e4); ``reconstructor_steps`` the reconstructor's Adam steps on batches of 32 shadow heads (rounded up
@@ -73,10 +96,15 @@ class Settings(_Settings):
     ``extractor_epochs`` / ``extractor_hidden`` the feature extractor's training and feature dimension;
     ``init_std`` the heads' initialisation (Table 3: 0.002); ``shadow_counts`` and ``init_stds`` the extra values of
     the two factors of Section 3.2 (Fig. 3a, 3b) run at ``N = 10`` (none at ``ci``); ``dp_*`` the DP-SGD sweep of Section 4 (Fig. 4):
-    set size, noise multipliers, clipping norm, number of training shadow heads and reconstructor steps per noise
-    level.
+    set size, noise multipliers, clipping norm (Section 4: 4.0 for MNIST, 1.2 for CIFAR), number of training shadow
+    heads and reconstructor steps per noise level.
     """
 
+    dataset: str
+    data_dir: str
+    shadow_dir: str | None
+    reconstructor: str
+    extractor_checkpoint: str | None
     set_sizes: tuple[int, ...]
     shadow_train: int
     shadow_val: int
@@ -94,12 +122,17 @@ class Settings(_Settings):
     dp_reconstructor_steps: int
 
     def validate(self) -> None:
+        validation.choice("dataset", self.dataset, tuple(DATASETS))
+        validation.choice("reconstructor", self.reconstructor, RECONSTRUCTORS)
+        if self.dataset == "digits" and self.reconstructor == "residual":
+            raise ValueError("reconstructor='residual' with dataset='digits'; allowed: 'mlp' (Table 2's generator "
+                             "outputs 32x32 images, the digits are 8x8)")
         for n in (*self.set_sizes, self.dp_set_size):
             validation.integer("set_sizes", n, minimum=NUM_CLASSES)
             if n % NUM_CLASSES:
                 raise ValueError(f"set_sizes={n!r}; allowed: a multiple of the {NUM_CLASSES} classes (balanced sets "
                                  "of N = 10 M images)")
-            if n // NUM_CLASSES > 17:
+            if self.dataset == "digits" and n // NUM_CLASSES > 17:
                 raise ValueError(f"set_sizes={n!r}; allowed: at most 170 (the digits pools hold >= 17 images of "
                                  "every class)")
         validation.integer("shadow_train", self.shadow_train, minimum=2, what="K >= 2 training shadow heads")
@@ -129,17 +162,27 @@ def settings(scale: str = "book", device: str = "auto", seed: int = 0, **overrid
 # ---------------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class HeadRecipe:
-    """Table 3's MNIST recipe for a head trained on ``N`` images: full-batch gradient descent for ``26 + 3N/5``
-    epochs, lr 0.01, weight decay 1e-5, weights ``N(0, init_std^2)``."""
+    """Table 3's recipe for a head trained on ``N`` images: full-batch gradient descent for ``offset + per_five N / 5``
+    epochs (MNIST 26 + 3N/5, the default; CIFAR 38 + N), learning rate, weight decay, weights ``N(0, init_std^2)``.
+    :meth:`of` gives a dataset's row."""
 
     set_size: int
     init_std: float = 0.002
     lr: float = 0.01
     weight_decay: float = 1e-5
+    epochs_offset: int = 26
+    epochs_per_five: int = 3
+
+    @classmethod
+    def of(cls, dataset: str, set_size: int, init_std: float | None = None) -> "HeadRecipe":
+        row = dict(DATASETS[validation.choice("dataset", dataset, tuple(DATASETS))])
+        if init_std is not None:
+            row["init_std"] = init_std
+        return cls(set_size, **row)
 
     @property
     def epochs(self) -> int:
-        return 26 + 3 * self.set_size // 5
+        return self.epochs_offset + self.epochs_per_five * self.set_size // 5
 
     @property
     def dp_steps(self) -> int:
@@ -179,42 +222,100 @@ class Pools:
 
 
 def pools(cfg: Settings) -> Pools:
-    """scikit-learn's digits, permuted by ``numpy.random.default_rng(cfg.seed)`` and cut into 500 / 800 / 497 images,
-    mapped to [-1, 1] (the 0-16 gray levels ``X`` to ``X / 8 - 1``, the paper's ``X / 127.5 - 1``)."""
-    x, y = data.digits("all")
-    perm = torch.from_numpy(np.random.default_rng(cfg.seed).permutation(len(y)))
-    x, y = 2 * x[perm] - 1, y[perm]
-    a, b = POOL_SIZES["pretrain"], POOL_SIZES["pretrain"] + POOL_SIZES["train"]
-    return Pools((x[:a], y[:a]), (x[a:b], y[a:b]), (x[b:], y[b:]))
+    """The chapter's three disjoint pools, images in [-1, 1] (the paper's ``X / 127.5 - 1``).
+
+    * ``digits``: scikit-learn's digits, permuted by ``numpy.random.default_rng(cfg.seed)`` and cut into 500 / 800 /
+      497 images (the 0-16 gray levels ``X`` to ``X / 8 - 1``);
+    * ``mnist``: EMNIST letters (train split, 26 classes) / MNIST train / MNIST test, resized to 32x32 (bilinear,
+      antialiased, as the authors' ``Resize(32, antialias=True)``);
+    * ``cifar10``: CIFAR-100 train (100 classes) / CIFAR-10 train / CIFAR-10 test.
+
+    The paper's data are read from ``cfg.data_dir``; a missing file raises ``FileNotFoundError`` saying what to put
+    where."""
+    if cfg.dataset == "digits":
+        x, y = data.digits("all")
+        perm = torch.from_numpy(np.random.default_rng(cfg.seed).permutation(len(y)))
+        x, y = 2 * x[perm] - 1, y[perm]
+        a, b = POOL_SIZES["pretrain"], POOL_SIZES["pretrain"] + POOL_SIZES["train"]
+        return Pools((x[:a], y[:a]), (x[a:b], y[a:b]), (x[b:], y[b:]))
+    root = Path(cfg.data_dir)
+    if cfg.dataset == "mnist":
+        def mnist32(x):
+            return 2 * torch.nn.functional.interpolate(x, size=32, mode="bilinear", antialias=True) - 1
+
+        pretrain = data.emnist_letters(root / "emnist", "train")
+        train_split, test_split = data.mnist(root / "mnist", "train"), data.mnist(root / "mnist", "test")
+        return Pools(*((mnist32(x), y) for x, y in (pretrain, train_split, test_split)))
+    pretrain = data.cifar100(root / "cifar100", "train")
+    train_split, test_split = data.cifar10(root / "cifar10", "train"), data.cifar10(root / "cifar10", "test")
+    return Pools(*((2 * x - 1, y) for x, y in (pretrain, train_split, test_split)))
 
 
 @dataclass
 class Extractor:
-    """The frozen feature extractor: ``features(x)`` (B, F) of images in [-1, 1]; its accuracy on the validation
-    pool and its training time."""
+    """The frozen feature extractor: ``features(x)`` (B, F) of images in [-1, 1], computed in batches on its device
+    (``transform`` maps the pool's images to the model's input); its accuracy on the validation pool (``nan`` where
+    the pre-training task differs from the heads') and its training time."""
 
-    model: models.MnistMLP
+    model: torch.nn.Module
     accuracy: float
     seconds: float
+    transform: object = None
+    batch_size: int = 1024
+
+    _cached: dict = field(default_factory=dict, repr=False)
+
+    def pool_features(self, pool: Pools) -> tuple[torch.Tensor, torch.Tensor]:
+        """The features of the training and the validation pool, computed once per pool."""
+        key = id(pool)
+        if key not in self._cached or self._cached[key][0] is not pool:
+            self._cached[key] = (pool, self.features(pool.train[0]), self.features(pool.validation[0]))
+        return self._cached[key][1:]
 
     @torch.no_grad()
     def features(self, x: torch.Tensor) -> torch.Tensor:
-        return self.model.features(x.to(next(self.model.parameters()).device)).cpu()
+        device = next(self.model.parameters()).device
+        out = []
+        for batch in x.split(self.batch_size):
+            batch = batch.to(device)
+            out.append(self.model.features(batch if self.transform is None else self.transform(batch)).cpu())
+        return torch.cat(out)
 
 
-def feature_extractor(cfg: Settings, pool: Pools) -> Extractor:
-    """The "pre-trained base" (Appendix D.1's role): an MLP (64 -> F -> F -> 10, ReLU) trained with AdamW on the
-    pre-training pool only; its post-ReLU penultimate layer is the ``F``-dimensional deep feature."""
+def feature_extractor(cfg: Settings, pool: Pools, progress: bool = False) -> Extractor:
+    """The "pre-trained base" (Appendix D.1).
+
+    * ``digits``: an MLP (64 -> F -> F -> 10, ReLU) trained with AdamW on the pre-training pool only; its post-ReLU
+      penultimate layer is the ``F``-dimensional deep feature;
+    * ``mnist``: the paper's VGGtiny trained on EMNIST letters (Adam, lr 1e-4, batches of 256, ``cfg.extractor_epochs``
+      epochs; the authors' random-affine augmentation is left out); 256 features;
+    * ``cifar10``: TorchVision's EfficientNet-B0, with the authors' CIFAR-100 fine-tuned weights when
+      ``cfg.extractor_checkpoint`` is given (ImageNet weights otherwise), on the paper's 224x224 input; 1280 features.
+    """
     device = resolve_device(cfg.device)
-    model = models.MnistMLP(1, 8, NUM_CLASSES, hidden=cfg.extractor_hidden,
-                            generator=torch.Generator().manual_seed(cfg.seed))
+
+    def seeded() -> torch.Generator:  # the initial weights and the batches each from a generator seeded cfg.seed
+        return torch.Generator().manual_seed(cfg.seed)
+
     start = time.perf_counter()
-    train.train_classifier(model, pool.pretrain, cfg.extractor_epochs, generator=torch.Generator().manual_seed(cfg.seed),
-                           device=cfg.device, progress=False)
+    if cfg.dataset == "cifar10":
+        model = models.transfer_extractor("efficientnet_b0", checkpoint=cfg.extractor_checkpoint, device=device)
+        transform = models.transfer_transform("efficientnet_b0")
+        return Extractor(model, math.nan, time.perf_counter() - start, lambda x: transform((x + 1) / 2), 256)
+    if cfg.dataset == "mnist":
+        model = models.VGGTiny(num_classes=26, generator=seeded())
+        train.train_classifier(model, pool.pretrain, cfg.extractor_epochs, lr=1e-4, optimizer="adam",
+                               batch_size=256, generator=seeded(), device=cfg.device, progress=progress)
+        accuracy = math.nan  # letters, not digits: the heads' task is new
+    else:
+        model = models.MnistMLP(1, 8, NUM_CLASSES, hidden=cfg.extractor_hidden, generator=seeded())
+        train.train_classifier(model, pool.pretrain, cfg.extractor_epochs, generator=seeded(), device=cfg.device,
+                               progress=progress)
     seconds = time.perf_counter() - start
     model.eval().requires_grad_(False)
-    acc = train.accuracy(model, pool.validation[0].to(device), pool.validation[1].to(device))
-    return Extractor(model, acc, seconds)
+    if cfg.dataset == "digits":
+        accuracy = train.accuracy(model, pool.validation[0].to(device), pool.validation[1].to(device))
+    return Extractor(model, accuracy, seconds)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -333,17 +434,22 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
     shadow_train = cfg.shadow_train if shadow_train is None else validation.integer("shadow_train", shadow_train,
                                                                                      minimum=2)
     steps = cfg.reconstructor_steps if steps is None else validation.integer("steps", steps)
-    recipe = HeadRecipe(set_size, cfg.init_std if init_std is None else validation.positive("init_std", init_std))
+    recipe = HeadRecipe.of(cfg.dataset, set_size,
+                           cfg.init_std if init_std is None else validation.positive("init_std", init_std))
     dp_options = {} if noise_multiplier is None else dict(noise_multiplier=validation.number(
         "noise_multiplier", noise_multiplier, at_least=0.0), max_grad_norm=cfg.dp_max_grad_norm)
+    perceptual = metrics.lpips_network("vgg", resolve_device(cfg.device)) if cfg.dataset == "cifar10" else None
     generator = torch.Generator().manual_seed(cfg.seed * 1000 + set_size)
     seconds = {}
     start = time.perf_counter()
     train_x, train_y = pool.train
     val_x, val_y = pool.validation
-    feats_train, feats_val = extractor.features(train_x), extractor.features(val_x)
+    feats_train, feats_val = extractor.pool_features(pool)
+    store = None if cfg.shadow_dir is None else Path(cfg.shadow_dir) / (
+        f"{cfg.dataset}-N{set_size}-K{shadow_train}-std{recipe.init_std:g}-sigma{noise_multiplier}-seed{cfg.seed}")
     train_sets, train_weights = shadow_heads(feats_train, train_y, recipe, count=shadow_train, generator=generator,
-                                           device=cfg.device, **dp_options)
+                                           device=cfg.device, store=store, progress=progress,
+                                           fingerprint={"dataset": cfg.dataset, "seed": cfg.seed}, **dp_options)
     val_sets, val_weights = shadow_heads(feats_val, val_y, recipe, count=cfg.shadow_val, generator=generator,
                                        device=cfg.device, **dp_options)
     seconds["shadow heads"] = time.perf_counter() - start
@@ -351,12 +457,16 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
 
     statistics = attack.WeightStatistics.fit(train_weights)
     val_w = statistics.standardise(val_weights)
-    model = models.MLPReconstructor(train_weights.shape[1] + NUM_CLASSES, tuple(train_x.shape[1:]), cfg.hidden,
-                                    generator=generator)
+    inputs = train_weights.shape[1] + NUM_CLASSES
+    if cfg.reconstructor == "residual":
+        model = models.ResidualReconstructor(inputs, width=cfg.hidden, out_channels=train_x.shape[1],
+                                             size=train_x.shape[-1], generator=generator)
+    else:
+        model = models.MLPReconstructor(inputs, tuple(train_x.shape[1:]), cfg.hidden, generator=generator)
     start = time.perf_counter()
     history = attack.train_reconstructor(model, train_weights, train_sets, train_x, statistics=statistics,
-                                         epochs=math.ceil(steps * 32 / shadow_train), generator=generator,
-                                         device=cfg.device, progress=progress)
+                                         perceptual=perceptual, epochs=math.ceil(steps * 32 / shadow_train),
+                                         generator=generator, device=cfg.device, progress=progress)
     seconds["reconstructor"] = time.perf_counter() - start
 
     surrogate = statistics.surrogate(cfg.shadow_val, generator)
@@ -431,8 +541,9 @@ def baseline_check(pool: Pools, tau: float, *, set_sizes: tuple[int, ...], draws
     validation pool (the prior ``pi_N``) is put beside ``1 - (1 - kappa)^N``.  TPR and FPR coincide because ``R0``
     ignores the weights.  One row per ``N``."""
     train_x, val_x = pool.train[0].flatten(1).double(), pool.validation[0].flatten(1).double()
-    close = torch.cdist(train_x, train_x) ** 2 / train_x.shape[1] <= tau
-    z0 = train_x[(close.sum(1) - 1).argmax()]
+    neighbours = torch.cat([(torch.cdist(rows, train_x) ** 2 / train_x.shape[1] <= tau).sum(1)
+                            for rows in train_x.split(1024)])  # 1,024 rows at a time: MNIST has 60,000
+    z0 = train_x[(neighbours - 1).argmax()]
     kappa = float(((val_x - z0) ** 2).mean(1).le(tau).double().mean())
     rows = []
     for n in set_sizes:
@@ -449,7 +560,7 @@ def clipping_sweep(cfg: Settings, pool: Pools, extractor: Extractor, norms: tupl
     """Step (3) of the paper's DP-SGD procedure (Section 4): the heads' test accuracy with clipping alone (DP-SGD at
     noise multiplier 0, Poisson rate 1/2) for each clipping norm, beside the non-private recipe; ``heads`` validation
     heads per norm, the same sets and initial weights for every row."""
-    recipe = HeadRecipe(cfg.dp_set_size, cfg.init_std)
+    recipe = HeadRecipe.of(cfg.dataset, cfg.dp_set_size, cfg.init_std)
     val_x, val_y = pool.validation
     feats = extractor.features(val_x)
     rows = []
@@ -468,7 +579,7 @@ def dp_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: Attack
     validation shadow heads) is re-trained with DP-SGD and a fresh reconstructor is trained on them; one row per
     noise level with epsilon (PRV and RDP at the code's q = 1/2, and PRV at the stated q), the heads' test accuracy,
     TPR*, FPR* and TPR at FPR = 0.01.  ``reference`` (the non-private attack at the same ``N``) is the first row."""
-    recipe = HeadRecipe(cfg.dp_set_size, cfg.init_std)
+    recipe = HeadRecipe.of(cfg.dataset, cfg.dp_set_size, cfg.init_std)
     rows = [{"noise multiplier": 0.0, "eps_prv": math.inf, "eps_rdp": math.inf, "eps_prv_stated_q": math.inf,
              **_rates_row(reference)}]
     for sigma in cfg.dp_noise_multipliers:

@@ -17,10 +17,14 @@ images: MNIST ``(x - 0.1307) / 0.3081``, CIFAR ``2x - 1``; see :data:`MNIST_NORM
 
 Weights are initialised like PyTorch's defaults (uniform in :math:`\\pm 1/\\sqrt{\\text{fan-in}}` for weights and
 biases) but from an explicit ``torch.Generator`` when one is given, so a model is reproducible without global seeding.
+
+:class:`VGGTiny` is the transfer-learning chapter's paper-scale MNIST feature extractor (Maciazek & Allison 2025,
+App. D.1), split the same way and initialised as the authors' code does (see its docstring).
 """
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import torch
 from torch import nn
@@ -144,3 +148,84 @@ class CifarCNN(SplitClassifier):
         super().__init__(features, head, hidden, num_classes, in_channels, image_size)
         self.padding = padding
         init_parameters(self, generator)
+
+
+#: Output channels of :class:`VGGTiny`'s eight 3x3 convolutions: VGG-11's 64, 128, 256, 256, 512, 512, 512, 512
+#: divided by 16 (the transfer-learning paper's App. D.1; ``hidden_dim=4`` in the authors' ``VGGNet``).
+VGG_TINY_CHANNELS = (4, 8, 16, 16, 32, 32, 32, 32)
+#: The convolutions (counted from 1) that a 2x2 max-pooling follows in the authors' code (32 -> 16 -> 8 -> 4 px).
+VGG_TINY_POOLS = (2, 6, 8)
+#: Width of :class:`VGGTiny`'s two hidden fully connected layers (VGG-11's 4096 divided by 16).
+VGG_TINY_HIDDEN = 256
+
+
+class VGGTiny(SplitClassifier):
+    """The scaled-down VGG-11 that the transfer-learning paper (Maciazek & Allison 2025, App. D.1, MNIST row)
+    pre-trains on EMNIST letters (26 classes) and whose deep features its MNIST heads are trained on; the authors'
+    code builds it as ``VGGNet(in_channels=1, num_classes=26, hidden_dim=4)`` and saves it as
+    ``VGGtiny_classifier_EMNIST_50EP.pth`` (github.com/tmaciazek/training-data-reconstruction, ``models.py``):
+
+    eight Conv(3x3, padding 1) -> ReLU with :data:`VGG_TINY_CHANNELS` = 4, 8, 16, 16, 32, 32, 32, 32 output channels,
+    a MaxPool(2) after convolutions 2, 6 and 8 (:data:`VGG_TINY_POOLS`; 32 -> 16 -> 8 -> 4 px) -> Flatten (512)
+    -> Affine(512, 256) -> ReLU -> Affine(256, 256) -> ReLU  (``features``, n = 256)  -> Affine(256, num_classes)
+    (``head``).
+
+    240,010 parameters with the paper's 1x32x32 input and 26 classes.  ``features(x)`` is the post-ReLU output of
+    the second hidden layer, the "penultimate post-activation output" the paper's heads are trained on (App. D.2; the
+    authors replace ``fc_top`` by ``nn.Identity``).  The paper feeds EMNIST/MNIST images resized to 32x32 and
+    normalised as :math:`X/127.5 - 1` (that is :data:`CIFAR_NORMALIZATION`); the model contains no normalisation.
+    Other ``image_size`` values (>= 8) run the same layers, the pools flooring (8x8 digits: 8 -> 4 -> 2 -> 1, 32
+    flattened features).
+
+    Initialisation as the authors' ``pre_training.py``: convolution weights
+    ``kaiming_normal_(mode="fan_out", nonlinearity="relu")`` (std :math:`\\sqrt{2 / (9 c_{out})}`), linear weights
+    :math:`N(0, 0.01^2)`, all biases 0, drawn from ``generator`` (the default torch stream when ``None``).
+
+    The layers sit at the indices of the authors' ``VGGNet`` (``features.0`` ... ``features.18`` are their
+    ``features``), so :meth:`load_authors_state_dict` loads their checkpoint after renaming ``fc1.0``, ``fc2.0`` and
+    ``fc_top``.
+    """
+
+    def __init__(self, in_channels: int = 1, image_size: int = 32, num_classes: int = 26,
+                 generator: torch.Generator | None = None):
+        validation.integer("in_channels", in_channels)
+        validation.integer("image_size", image_size, minimum=8, what="three 2x2 max-poolings")
+        validation.integer("num_classes", num_classes, minimum=2)
+        validation.generator("generator", generator)
+        layers: list[nn.Module] = []
+        c_in, s = in_channels, image_size
+        for i, c_out in enumerate(VGG_TINY_CHANNELS, start=1):
+            layers += [nn.Conv2d(c_in, c_out, 3, padding=1), nn.ReLU()]
+            if i in VGG_TINY_POOLS:
+                layers.append(nn.MaxPool2d(2))
+                s //= 2
+            c_in = c_out
+        h = VGG_TINY_HIDDEN
+        layers += [nn.Flatten(), nn.Linear(c_in * s * s, h), nn.ReLU(), nn.Linear(h, h), nn.ReLU()]
+        super().__init__(nn.Sequential(*layers), nn.Sequential(nn.Linear(h, num_classes)), h, num_classes,
+                         in_channels, image_size)
+        with torch.no_grad():
+            for m in self.modules():
+                if isinstance(m, nn.Conv2d):
+                    nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu", generator=generator)
+                elif isinstance(m, nn.Linear):
+                    nn.init.normal_(m.weight, 0.0, 0.01, generator=generator)
+                if isinstance(m, (nn.Conv2d, nn.Linear)):
+                    nn.init.zeros_(m.bias)
+
+    #: The authors' ``VGGNet`` module names -> ours (their ``features.0`` ... ``features.18`` are ours as they are).
+    AUTHORS_NAMES: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("fc1.0.", "features.20."), ("fc2.0.", "features.22."), ("fc_top.", "head.0."))
+
+    def load_authors_state_dict(self, state_dict: dict) -> None:
+        """Load a state dict of the authors' ``VGGNet(..., hidden_dim=4)`` (e.g. their
+        ``VGGtiny_classifier_EMNIST_50EP.pth`` read by ``torch.load``) into this model, strictly, after renaming
+        :attr:`AUTHORS_NAMES`."""
+        renamed = {}
+        for key, value in state_dict.items():
+            for theirs, ours in self.AUTHORS_NAMES:
+                if key.startswith(theirs):
+                    key = ours + key[len(theirs):]
+                    break
+            renamed[key] = value
+        self.load_state_dict(renamed)

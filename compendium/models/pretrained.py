@@ -27,6 +27,12 @@ Nothing downloads at import.  TorchVision is imported only when a model is built
 :func:`imagenet_split_model` raises :class:`TorchvisionMissing`; pretrained weights that are neither in the cache
 (``$TORCH_HOME/hub/checkpoints``) nor downloadable raise :class:`PretrainedUnavailable`.  The transform needs only
 PIL, numpy and torch.
+
+The transfer-learning chapter's paper scale (Maciazek & Allison 2025, App. D.1) extracts deep features with
+TorchVision's EfficientNet-B0 (CIFAR) and WideResNet-50-2 (CelebA) minus their classification layer
+(:func:`transfer_extractor`, ImageNet weights or the authors' fine-tuned checkpoints) from inputs transformed by
+:func:`transfer_transform` (float tensors, no TorchVision); its MNIST extractor is
+:class:`~compendium.models.classifiers.VGGTiny`.
 """
 from __future__ import annotations
 
@@ -40,6 +46,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from compendium.base import resolve_device
 from compendium.data import IMAGENET_CLASSES
 from compendium.models.classifiers import SplitClassifier
 
@@ -163,14 +170,17 @@ def imagenet_transform(name: str = "resnet18") -> ImageNetTransform:
 # ---------------------------------------------------------------------------------------------------------------
 # The models (torchvision imported here, never at import time).
 # ---------------------------------------------------------------------------------------------------------------
-def _torchvision_models(name: str):
+_HCR_USE = ("The HCR chapter's paper-scale ImageNet experiments run TorchVision's pretrained ResNet-18 and Swin-T "
+            "(paper Sec. 3.3).")
+
+
+def _torchvision_models(name: str, caller: str = "imagenet_split_model", use: str = _HCR_USE):
     try:
         import torchvision.models as tvm
     except (ImportError, RuntimeError) as err:  # RuntimeError: a torchvision built for another torch
         error = TorchvisionMissing(
-            f"imagenet_split_model({name!r}) needs torchvision, which cannot be imported here ({err}). The HCR "
-            "chapter's paper-scale ImageNet experiments run TorchVision's pretrained ResNet-18 and Swin-T (paper "
-            "Sec. 3.3). Install it with `pip install torchvision` (the build that matches your torch; environment.yml "
+            f"{caller}({name!r}) needs torchvision, which cannot be imported here ({err}). {use} Install it with "
+            "`pip install torchvision` (the build that matches your torch; environment.yml "
             "installs it); the ci and book scales do not need it.")
         error.name = "torchvision"
         raise error from err
@@ -270,3 +280,181 @@ def imagenet_split_model(name: str, weights="DEFAULT", bn_batch_stats: bool = Tr
     model.bn_batch_stats = bn_batch_stats
     model.requires_grad_(False)
     return model.eval()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The transfer-learning chapter's paper-scale feature extractors (Maciazek & Allison 2025, App. D.1).
+# ---------------------------------------------------------------------------------------------------------------
+#: The two TorchVision extractors of the transfer-learning paper: EfficientNet-B0 (CIFAR rows) and
+#: WideResNet-50-2 (CelebA rows); the MNIST rows use :class:`~compendium.models.classifiers.VGGTiny`.
+TRANSFER_NAMES = ("efficientnet_b0", "wide_resnet50_2")
+#: name -> (TorchVision builder, weights enum, the ImageNet weights the authors start from, classification layer).
+TRANSFER_TORCHVISION = {
+    "efficientnet_b0": ("efficientnet_b0", "EfficientNet_B0_Weights", "IMAGENET1K_V1", "classifier"),
+    "wide_resnet50_2": ("wide_resnet50_2", "Wide_ResNet50_2_Weights", "IMAGENET1K_V2", "fc"),
+}
+#: Width of the deep features (the input width of the replaced classification layer).
+TRANSFER_FEATURE_DIMS = {"efficientnet_b0": 1280, "wide_resnet50_2": 2048}
+#: The authors' fine-tuned classifiers (state dicts of the whole network, in ``models_pretrained/`` of
+#: :data:`AUTHORS_REPOSITORY`): EfficientNet-B0 on CIFAR-100 (200 epochs), WideResNet-50-2 on CelebA attributes.
+TRANSFER_CHECKPOINTS = {"efficientnet_b0": "EfficientNetB0_CIFAR100_200EP.pth",
+                        "wide_resnet50_2": "WideResNet50_CelebA_Attributes_20EP.pth"}
+#: The transfer-learning paper's code, which ships the fine-tuned checkpoints.
+AUTHORS_REPOSITORY = "https://github.com/tmaciazek/training-data-reconstruction"
+#: Side of the extractors' input (App. D.1: both transforms end at 224x224).
+TRANSFER_INPUT_SIZE = 224
+#: The CelebA transform resizes the shorter side to 232 before the centre crop.
+TRANSFER_CELEBA_RESIZE = 232
+_TRANSFER_USE = ("The transfer-learning chapter's paper scale extracts deep features with TorchVision's "
+                 "EfficientNet-B0 (CIFAR) and WideResNet-50-2 (CelebA) (paper App. D.1).")
+_TRANSFER_PRETRAIN = {"efficientnet_b0": "CIFAR", "wide_resnet50_2": "CelebA"}
+
+
+def _check_transfer_name(name) -> None:
+    if name not in TRANSFER_NAMES:
+        raise ValueError(f"name={name!r}; allowed: {', '.join(map(repr, TRANSFER_NAMES))}")
+
+
+@dataclass(frozen=True)
+class TransferTransform:
+    """Float image batch (B, 3, H, W) with values in [0, 1] -> normalised (B, 3, 224, 224) batch of the same dtype
+    and device: the evaluation transforms of the authors' ``generate_deep_features.py`` (TorchVision's ``Resize`` on
+    PIL images, then ``ToTensor`` and ``Normalize``) on tensors, without TorchVision.
+
+    1. Resize with PIL's antialiased BICUBIC filter, as PIL does it: two passes, the width first, then the height
+       (``torch.nn.functional.interpolate(..., mode="bicubic", antialias=True)`` along one axis at a time, which
+       uses PIL's kernel), each clamped to [0, 1] (PIL's passes write 8-bit images) and, when ``round_to_8bit``,
+       rounded to multiples of 1/255 as well; a pass is skipped when its side already matches.  The size is
+       ``size`` x ``size`` when ``shorter_side`` is ``False``; otherwise the shorter side becomes ``size`` and the
+       longer one ``int(size * long / short)`` (TorchVision's ``Resize([size])``).  On 8-bit images (``uint8 / 255``)
+       the result is within 1/255 of PIL's everywhere, and equal to it up to rare rounding ties when
+       ``round_to_8bit`` (which stops gradients; a single pass without the intermediate clamp would differ from PIL
+       by up to ~20/255 at sharp edges, where bicubic overshoots);
+    2. centre-crop ``crop_size`` (``None``: no crop) at ``top = int(round((h - crop_size) / 2))``, ``left`` likewise;
+    3. ``(x - mean) / std`` per channel.
+    """
+
+    size: int
+    shorter_side: bool
+    crop_size: int | None
+    mean: tuple[float, float, float]
+    std: tuple[float, float, float]
+    round_to_8bit: bool = False
+
+    def _pass(self, x: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+        x = nn.functional.interpolate(x, size=size, mode="bicubic", align_corners=False, antialias=True)
+        x = x.clamp(0.0, 1.0)
+        return x.mul(255).round().div(255) if self.round_to_8bit else x
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        if not (isinstance(x, torch.Tensor) and x.ndim == 4 and x.shape[1] == 3 and x.dtype.is_floating_point
+                and x.shape[0] > 0):
+            raise ValueError(f"x={getattr(x, 'shape', x)!r}; allowed: a float tensor (B, 3, H, W), values in [0, 1]")
+        h, w = x.shape[-2:]
+        if self.shorter_side:
+            new_w, new_h = _resized_size(w, h, self.size)
+        else:
+            new_h = new_w = self.size
+        if new_w != w:  # PIL's horizontal pass comes first
+            x = self._pass(x, (h, new_w))
+        if new_h != h:
+            x = self._pass(x, (new_h, new_w))
+        if self.crop_size is not None:
+            c = self.crop_size
+            if c > min(new_h, new_w):
+                raise ValueError(f"x={tuple(x.shape)!r}; allowed: images that resize to at least {c}x{c}")
+            top, left = round((new_h - c) / 2.0), round((new_w - c) / 2.0)
+            x = x[..., top:top + c, left:left + c]
+        mean = torch.tensor(self.mean, dtype=x.dtype, device=x.device).view(1, 3, 1, 1)
+        std = torch.tensor(self.std, dtype=x.dtype, device=x.device).view(1, 3, 1, 1)
+        return (x - mean) / std
+
+
+def transfer_transform(name: str, *, round_to_8bit: bool = False) -> TransferTransform:
+    """The input transform of extractor ``name`` (transfer-learning paper, App. D.1), for float batches in [0, 1]:
+
+    * ``"efficientnet_b0"`` (CIFAR): resize to 224x224 (bicubic) -> normalise with :data:`IMAGENET_NORMALIZATION`;
+    * ``"wide_resnet50_2"`` (CelebA): resize the shorter side to 232 (bicubic; the paper writes "232x232", the
+      authors' code ``Resize([232])`` keeps the aspect ratio) -> centre-crop 224 -> normalise.
+
+    Returns a :class:`TransferTransform` ((B, 3, H, W) -> (B, 3, 224, 224)); ``round_to_8bit=True`` also rounds
+    the resized pixels to 8 bits as PIL does (see there).  Needs no TorchVision.
+    """
+    _check_transfer_name(name)
+    if not isinstance(round_to_8bit, bool):
+        raise ValueError(f"round_to_8bit={round_to_8bit!r}; allowed: True or False")
+    mean, std = IMAGENET_NORMALIZATION
+    if name == "efficientnet_b0":
+        return TransferTransform(TRANSFER_INPUT_SIZE, False, None, mean, std, round_to_8bit)
+    return TransferTransform(TRANSFER_CELEBA_RESIZE, True, TRANSFER_INPUT_SIZE, mean, std, round_to_8bit)
+
+
+def _checkpoint_path(name: str, checkpoint) -> Path:
+    file = TRANSFER_CHECKPOINTS[name]
+    if not isinstance(checkpoint, (str, os.PathLike)):
+        raise ValueError(f"checkpoint={checkpoint!r}; allowed: None or the path of {file}")
+    path = Path(checkpoint).expanduser()
+    where = (f"The authors' fine-tuned {name} is {file} in models_pretrained/ of {AUTHORS_REPOSITORY} (download it "
+             f"from there, or re-create it with their `python pre_training.py --experiment_id="
+             f"{_TRANSFER_PRETRAIN[name]}`); checkpoint=None uses TorchVision's ImageNet weights instead (the start "
+             "of their fine-tuning, not the paper's extractor).")
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint={str(path)!r} is not a file. {where}")
+    with open(path, "rb") as f:
+        if f.read(64).startswith(b"version https://git-lfs"):
+            raise ValueError(f"checkpoint={str(path)!r} is a Git LFS pointer, not the weights. {where}")
+    return path
+
+
+def transfer_extractor(name: str, *, checkpoint: str | os.PathLike | None = None, device: str = "cpu",
+                       download: bool = True) -> nn.Module:
+    """A TorchVision network whose classification layer is ``nn.Identity``: the deep-feature extractor of the
+    transfer-learning paper (App. D.1-D.2; the authors' ``generate_deep_features.py``).  ``model(x)`` maps a batch
+    transformed by :func:`transfer_transform` to its features (B, :data:`TRANSFER_FEATURE_DIMS`):
+
+    * ``"efficientnet_b0"``: ``classifier`` replaced, 1280 features (after average pooling; the dropout goes with the
+      classifier);
+    * ``"wide_resnet50_2"``: ``fc`` replaced, 2048 features.
+
+    ``checkpoint=None``: TorchVision's ImageNet weights (``EfficientNet_B0_Weights.IMAGENET1K_V1``,
+    ``Wide_ResNet50_2_Weights.IMAGENET1K_V2``: where the authors' fine-tuning starts), read from TorchVision's cache
+    ``$TORCH_HOME/hub/checkpoints`` and downloaded there when missing (unless ``download=False``); when neither works
+    :class:`PretrainedUnavailable` says which file to put where.  ``checkpoint`` a path: the authors' fine-tuned
+    classifier (:data:`TRANSFER_CHECKPOINTS`, the paper's extractors; a state dict of the whole network with their
+    100- or 40-output head), whose classification-layer keys (``classifier.*`` / ``fc.*``) are dropped and the rest
+    loaded strictly; a missing file raises ``FileNotFoundError`` naming where to get it.
+
+    Returns the model on ``device`` in ``eval()`` mode (BatchNorm with running statistics, dropout off) with
+    ``requires_grad=False``; attributes ``arch``, ``weights`` (the weights' name or the checkpoint's path) and
+    ``feature_dim``.  Raises ``ValueError`` for a bad ``name`` before importing anything, and
+    :class:`TorchvisionMissing` (an ``ImportError``) without TorchVision.
+    """
+    _check_transfer_name(name)
+    if not isinstance(download, bool):
+        raise ValueError(f"download={download!r}; allowed: True or False")
+    dev = resolve_device(device)
+    path = None if checkpoint is None else _checkpoint_path(name, checkpoint)
+    tvm = _torchvision_models(name, "transfer_extractor", _TRANSFER_USE)
+    builder, enum_name, weights_name, top = TRANSFER_TORCHVISION[name]
+    model = getattr(tvm, builder)(weights=None)
+    if path is None:
+        member = getattr(tvm, enum_name)[weights_name]
+        model.load_state_dict(_pretrained_state_dict(member, builder, download, progress=False))
+        label = f"{enum_name}.{weights_name}"
+    else:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        kept = {k: v for k, v in state.items() if not k.startswith(top + ".")}
+        setattr(model, top, nn.Identity())
+        try:
+            model.load_state_dict(kept)
+        except RuntimeError as err:
+            raise RuntimeError(f"checkpoint={str(path)!r} does not fit TorchVision's {builder} once its "
+                               f"classification layer ({top}.*) is dropped; expected {TRANSFER_CHECKPOINTS[name]} "
+                               f"from {AUTHORS_REPOSITORY}. {err}") from err
+        label = str(path)
+    setattr(model, top, nn.Identity())
+    model.arch = name
+    model.weights = label
+    model.feature_dim = TRANSFER_FEATURE_DIMS[name]
+    model.requires_grad_(False)
+    return model.eval().to(dev)

@@ -64,9 +64,11 @@ class ResidualReconstructor(nn.Module):
     classes; S = 256; 32x32x1) it has 52,965,377 parameters, 42,271,744 of them in the first layer (Appendix F
     prints ``4S(16 D_Theta + 1)`` for that layer, which omits the 10 class inputs).  The bypass has a 1x1 convolution
     only where the channels change, as Appendix B says; the model of the authors' repository has 65,792 = S^2 + S
-    parameters more, the size of a 1x1 convolution in the S -> S block's bypass."""
+    parameters more, the size of a 1x1 convolution in the S -> S block's bypass.  With ``generator`` every draw of
+    the initialisation comes from it."""
 
-    def __init__(self, in_features: int, width: int = 256, out_channels: int = 1, size: int = 32):
+    def __init__(self, in_features: int, width: int = 256, out_channels: int = 1, size: int = 32,
+                 generator: torch.Generator | None = None):
         super().__init__()
         validation.integer("in_features", in_features)
         validation.integer("width", width)
@@ -79,11 +81,16 @@ class ResidualReconstructor(nn.Module):
         self.stem = nn.ConvTranspose2d(in_features, 4 * s, 4)
         self.blocks = nn.Sequential(*blocks)
         self.out = nn.Sequential(nn.BatchNorm2d(s), nn.ReLU(), nn.Conv2d(s, out_channels, 3, padding=1), nn.Tanh())
-        nn.init.kaiming_uniform_(self.stem.weight, mode="fan_in", nonlinearity="linear")
+        if generator is not None:  # the biases' default initialisation, drawn from the given generator
+            init_parameters(self, generator)
+            bound = 1.0 / math.sqrt(nn.init._calculate_fan_in_and_fan_out(self.stem.weight)[0])
+            with torch.no_grad():
+                self.stem.bias.uniform_(-bound, bound, generator=generator)  # as ConvTranspose2d.reset_parameters
+        nn.init.kaiming_uniform_(self.stem.weight, mode="fan_in", nonlinearity="linear", generator=generator)
         for module in self.blocks.modules():
             if isinstance(module, nn.Conv2d):
-                nn.init.kaiming_uniform_(module.weight, mode="fan_in", nonlinearity="relu")
-        nn.init.xavier_uniform_(self.out[2].weight, gain=nn.init.calculate_gain("tanh"))
+                nn.init.kaiming_uniform_(module.weight, mode="fan_in", nonlinearity="relu", generator=generator)
+        nn.init.xavier_uniform_(self.out[2].weight, gain=nn.init.calculate_gain("tanh"), generator=generator)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.out(self.blocks(self.stem(x[:, :, None, None])))
