@@ -115,6 +115,20 @@ def test_tiny_attack_is_deterministic_and_shaped(tiny_attack):
     assert set(curves) == {"cumulative", "Neyman-Pearson (fitted Gaussians)", "Eq. (6)"}
 
 
+def test_unconditional_attack_scores_whole_sets(tiny_attack):
+    cfg, pool, extractor, conditional = tiny_attack
+    result = chapter.run_attack(cfg, pool, extractor, set_size=20, conditional=False, progress=False)
+    assert not result.conditional and result.h0.shape == result.h1.shape == result.h_prior.shape == (16, 1)
+    assert torch.equal(result.val_weights, conditional.val_weights)  # the same heads as the conditional run
+    assert result.reconstructor.net[0].in_features == 650
+    share = chapter.reconstructed_classes(result, pool)
+    assert share.shape == (10,) and share.sum() == pytest.approx(1.0) and (share * 16 % 1 == 0).all()
+    with pytest.raises(ValueError, match="one reconstruction per class"):
+        chapter.reconstruction_examples(result, pool, heads=1)
+    with pytest.raises(ValueError, match="unconditional"):
+        chapter.reconstructed_classes(conditional, pool)
+
+
 def test_head_accuracy_of_flattened_weights():
     features = torch.eye(10)
     labels = torch.arange(10)

@@ -94,6 +94,29 @@ def test_min_mse_table_uses_each_class_and_its_own_images():
             assert float(table[k, c]) == pytest.approx(expected)
 
 
+def test_unconditional_table_takes_the_minimum_over_the_whole_set():
+    """Algorithm 2: a 'reconstructor' that outputs its first weight as a constant image is compared with all
+    C x M images of its set, one column."""
+    class FirstWeight(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.dummy = torch.nn.Parameter(torch.zeros(()))
+
+        def forward(self, x):
+            assert x.shape[1] == 4  # no one-hot class appended
+            return x[:, :1, None, None].double().expand(len(x), 1, 2, 2) + 0 * self.dummy
+
+    g = torch.Generator().manual_seed(0)
+    images = torch.rand(5, 3, 2, 1, 2, 2, generator=g, dtype=torch.float64)
+    weights = torch.rand(5, 4, generator=g)
+    table = attack.min_mse_table(FirstWeight(), weights, images, conditional=False)
+    assert table.shape == (5, 1)
+    for k in range(5):
+        expected = min(float(((images[k, c, m] - weights[k, 0].double()) ** 2).mean()) for c in range(3)
+                       for m in range(2))
+        assert float(table[k, 0]) == pytest.approx(expected)
+
+
 def test_rates_thresholds_and_roc():
     h0 = torch.tensor([0.1, 0.2, 0.3, 0.4])
     h1 = torch.linspace(0.25, 1.25, 101)

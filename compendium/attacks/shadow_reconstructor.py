@@ -148,7 +148,7 @@ def condition(weights: torch.Tensor, classes: torch.Tensor, num_classes: int) ->
 
 def train_reconstructor(model: nn.Module, weights: torch.Tensor, sets: torch.Tensor, pool: torch.Tensor, *,
                         epochs: int, generator: torch.Generator, statistics: WeightStatistics | None = None,
-                        perceptual: nn.Module | None = None, alpha: float = 100.0, lr: float = 2e-4, batch_size: int = 32, device: str = "auto",
+                        perceptual: nn.Module | None = None, conditional: bool = True, alpha: float = 100.0, lr: float = 2e-4, batch_size: int = 32, device: str = "auto",
                         progress: bool = True) -> dict[str, list[float]]:
     """Train the conditional reconstructor (Section 3.1) through :func:`compendium.train.fit`: Adam (lr 2e-4, batches
     of 32 shadow models), each batch element with a class ``c`` drawn uniformly, input ``(theta_k, onehot(c))``,
@@ -156,7 +156,9 @@ def train_reconstructor(model: nn.Module, weights: torch.Tensor, sets: torch.Ten
     batch by batch with ``statistics`` when given (already standardised otherwise), ``sets`` (K, C, M) the indices of
     their training images in ``pool`` (images in [-1, 1]).  Weights and images are looked up batch by batch, so
     neither the ``K`` sets' images nor a standardised copy of memory-mapped weights is ever held in memory.
-    ``perceptual`` adds an LPIPS term to the errors (:func:`reconstruction_errors`)."""
+    ``perceptual`` adds an LPIPS term to the errors (:func:`reconstruction_errors`).  With ``conditional=False`` it
+    trains Algorithm 2's unconditional reconstructor ``R(theta)``: no class input, Eq. (3) over all ``N`` images of
+    ``D_k``."""
     _generator(generator)
     if weights.ndim != 2 or sets.ndim != 3 or weights.shape[0] != sets.shape[0]:
         raise ValueError(f"weights {tuple(weights.shape)} and sets {tuple(sets.shape)}; allowed: (K, D) and "
@@ -167,10 +169,14 @@ def train_reconstructor(model: nn.Module, weights: torch.Tensor, sets: torch.Ten
         theta, members = batch
         if statistics is not None:
             theta = statistics.standardise(theta)
-        classes = torch.randint(num_classes, (len(theta),), generator=generator, device=generator.device)
-        classes = classes.to(theta.device)
-        chosen = members[torch.arange(len(theta), device=members.device), classes].long().cpu()
-        out = net(condition(theta, classes, num_classes))
+        if conditional:
+            classes = torch.randint(num_classes, (len(theta),), generator=generator, device=generator.device)
+            classes = classes.to(theta.device)
+            chosen = members[torch.arange(len(theta), device=members.device), classes].long().cpu()
+            out = net(condition(theta, classes, num_classes))
+        else:
+            chosen = members.flatten(1).long().cpu()
+            out = net(theta)
         errors = reconstruction_errors(out, pool[chosen].to(theta.device), perceptual)
         return softmin_loss(errors, alpha).mean()
 
@@ -189,13 +195,18 @@ def min_mse(candidates: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def min_mse_table(model: nn.Module, weights: torch.Tensor, images: torch.Tensor, batch_size: int = 4096) -> torch.Tensor:
+def min_mse_table(model: nn.Module, weights: torch.Tensor, images: torch.Tensor, batch_size: int = 4096,
+                  conditional: bool = True) -> torch.Tensor:
     """Algorithm 3's table ``H[k, c] = min_{Z in D_k^c} MSE(Z, R(theta_k, c))`` for weights (K, D) against the images
     (K, C, M, ...) of each set (float64, (K, C)).  With the heads' own weights it is the ``H0`` table; with surrogate
-    weights (one draw per ``k``, reused for every class, as in Algorithm 3) the ``H1`` table."""
+    weights (one draw per ``k``, reused for every class, as in Algorithm 3) the ``H1`` table.  With
+    ``conditional=False`` it is Algorithm 2's for the unconditional ``R(theta)``: ``H[k, 0] = min_{Z in D_k}
+    MSE(Z, R(theta_k))`` over all ``N = C M`` images, shape (K, 1)."""
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
+    if not conditional:
+        images = images.flatten(1, 2)[:, None]  # one group: the whole set
     K, C = images.shape[:2]
     table = torch.empty(K, C, dtype=torch.float64)
     try:
@@ -203,7 +214,7 @@ def min_mse_table(model: nn.Module, weights: torch.Tensor, images: torch.Tensor,
             theta = weights[start:start + batch_size].to(device)
             for c in range(C):
                 classes = torch.full((len(theta),), c, dtype=torch.long, device=device)
-                out = model(condition(theta, classes, C)).cpu()
+                out = model(condition(theta, classes, C) if conditional else theta).cpu()
                 table[start:start + batch_size, c] = min_mse(out, images[start:start + batch_size, c]).double()
     finally:
         model.train(was_training)

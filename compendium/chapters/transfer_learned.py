@@ -62,21 +62,23 @@ GAMMA = 0.015
 
 SCALES = {
     "ci": dict(dataset="digits", data_dir="data", shadow_dir=None, reconstructor="mlp", extractor_checkpoint=None,
-               set_sizes=(10, 40), shadow_train=4000, shadow_val=200, reconstructor_steps=3000, hidden=512,
-               extractor_epochs=60, extractor_hidden=64, init_std=0.002, shadow_counts=(),
-               init_stds=(), dp_set_size=10, dp_noise_multipliers=(8.0,), dp_max_grad_norm=10.0,
+               set_sizes=(10, 40), shadow_train=4000, shadow_val=200, reconstructor_steps=3000,
+               unconditional_steps=500, hidden=512, extractor_epochs=60, extractor_hidden=64, init_std=0.002,
+               shadow_counts=(), init_stds=(), dp_set_size=10, dp_noise_multipliers=(8.0,), dp_max_grad_norm=10.0,
                dp_shadow_train=2000, dp_reconstructor_steps=1000),
     "book": dict(dataset="digits", data_dir="data", shadow_dir=None, reconstructor="mlp", extractor_checkpoint=None,
-                 set_sizes=(10, 40), shadow_train=20_000, shadow_val=1000, reconstructor_steps=10_000, hidden=512,
-                 extractor_epochs=60, extractor_hidden=64, init_std=0.002, shadow_counts=(1000, 5000),
-                 init_stds=(0.2,), dp_set_size=10, dp_noise_multipliers=(0.25, 0.5, 1.0, 2.0),
-                 dp_max_grad_norm=10.0, dp_shadow_train=5000, dp_reconstructor_steps=4000),
+                 set_sizes=(10, 40), shadow_train=20_000, shadow_val=1000, reconstructor_steps=10_000,
+                 unconditional_steps=10_000, hidden=512, extractor_epochs=60, extractor_hidden=64, init_std=0.002,
+                 shadow_counts=(1000, 5000), init_stds=(0.2,), dp_set_size=10,
+                 dp_noise_multipliers=(0.25, 0.5, 1.0, 2.0), dp_max_grad_norm=10.0, dp_shadow_train=5000,
+                 dp_reconstructor_steps=4000),
     "paper": dict(dataset="mnist", data_dir="data", shadow_dir="data/transfer-learned-shadow-heads",
                   reconstructor="residual", extractor_checkpoint=None, set_sizes=(10, 40), shadow_train=2_560_000,
-                  shadow_val=10_000, reconstructor_steps=1_000_000, hidden=256, extractor_epochs=50,
-                  extractor_hidden=256, init_std=0.002, shadow_counts=(10_000, 100_000, 1_000_000),
-                  init_stds=(0.0002, 0.02, 0.2), dp_set_size=10, dp_noise_multipliers=(0.435, 0.6, 0.85, 1.23, 1.82),
-                  dp_max_grad_norm=4.0, dp_shadow_train=2_560_000, dp_reconstructor_steps=1_000_000),
+                  shadow_val=10_000, reconstructor_steps=1_000_000, unconditional_steps=1_000_000, hidden=256,
+                  extractor_epochs=50, extractor_hidden=256, init_std=0.002,
+                  shadow_counts=(10_000, 100_000, 1_000_000), init_stds=(0.0002, 0.02, 0.2), dp_set_size=10,
+                  dp_noise_multipliers=(0.435, 0.6, 0.85, 1.23, 1.82), dp_max_grad_norm=4.0,
+                  dp_shadow_train=2_560_000, dp_reconstructor_steps=1_000_000),
 }
 
 
@@ -92,7 +94,8 @@ class Settings(_Settings):
     ``set_sizes`` the attacked heads' training-set sizes ``N`` (multiples of the 10 classes; Table 1 uses 10 and 40);
     ``shadow_train`` / ``shadow_val`` the numbers of training and validation shadow heads per ``N`` (the paper:
     2.56e6 and 1e4); ``reconstructor_steps`` the reconstructor's Adam steps on batches of 32 shadow heads (rounded up
-    to whole passes over the heads; the paper about 1e6) and ``hidden`` its width;
+    to whole passes over the heads; the paper about 1e6) and ``hidden`` its width; ``unconditional_steps`` those of
+    Algorithm 2's unconditional reconstructor (Section 3.2, point 3; fewer than the main run's only at ``ci``);
     ``extractor_epochs`` / ``extractor_hidden`` the feature extractor's training and feature dimension;
     ``init_std`` the heads' initialisation (Table 3: 0.002); ``shadow_counts`` and ``init_stds`` the extra values of
     the two factors of Section 3.2 (Fig. 3a, 3b) run at ``N = 10`` (none at ``ci``); ``dp_*`` the DP-SGD sweep of Section 4 (Fig. 4):
@@ -109,6 +112,7 @@ class Settings(_Settings):
     shadow_train: int
     shadow_val: int
     reconstructor_steps: int
+    unconditional_steps: int
     hidden: int
     extractor_epochs: int
     extractor_hidden: int
@@ -138,6 +142,7 @@ class Settings(_Settings):
         validation.integer("shadow_train", self.shadow_train, minimum=2, what="K >= 2 training shadow heads")
         validation.integer("shadow_val", self.shadow_val, minimum=1, what="K >= 1 validation shadow heads")
         validation.integer("reconstructor_steps", self.reconstructor_steps)
+        validation.integer("unconditional_steps", self.unconditional_steps)
         validation.integer("dp_reconstructor_steps", self.dp_reconstructor_steps)
         validation.integer("hidden", self.hidden)
         validation.integer("extractor_epochs", self.extractor_epochs)
@@ -370,7 +375,7 @@ def shadow_heads(features: torch.Tensor, labels: torch.Tensor, recipe: HeadRecip
 @dataclass
 class AttackResult:
     """One attack (one ``N``, one recipe): the min-MSE tables ``h0``, ``h1`` (Gaussian surrogate) and ``h_prior``
-    (``H1*``), each (validation heads, 10); the threshold ``tau`` (``tau_NN``); the validation heads' mean test
+    (``H1*``), each (validation heads, 10) (one column for the unconditional reconstructor of Algorithm 2); the threshold ``tau`` (``tau_NN``); the validation heads' mean test
     accuracy; what is needed to show reconstructions; timings."""
 
     set_size: int
@@ -387,6 +392,7 @@ class AttackResult:
     surrogate_weights: torch.Tensor
     history: dict
     seconds: dict = field(default_factory=dict)
+    conditional: bool = True
 
     def summary(self) -> dict[str, float]:
         """TPR and FPR at ``tau_NN`` (with binomial standard errors), TPR at FPR = 0.01, the Gaussian fits of
@@ -421,13 +427,15 @@ def phi_fits(result: AttackResult) -> dict[str, float]:
 
 def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: int, shadow_train: int | None = None,
                init_std: float | None = None, noise_multiplier: float | None = None, steps: int | None = None,
-               progress: bool = True) -> AttackResult:
+               conditional: bool = True, progress: bool = True) -> AttackResult:
     """The whole attack for one ``N``: Algorithm 1 on the training pool (``shadow_train`` heads) and on the validation
     pool (``cfg.shadow_val`` heads), the weight statistics, the conditional reconstructor trained with Eq. (3) for
     ``steps`` Adam steps (default ``cfg.reconstructor_steps``, rounded up to whole passes over the heads), and
     Algorithm 3's tables ``H0``, ``H1`` with ``H1*``.  Every draw comes from generators seeded by ``cfg.seed`` and
     ``set_size``, so the same arguments give the same numbers.  With ``noise_multiplier`` every head (the adversary's
-    shadow heads too, as in Section 4) is trained with DP-SGD at clipping norm ``cfg.dp_max_grad_norm``."""
+    shadow heads too, as in Section 4) is trained with DP-SGD at clipping norm ``cfg.dp_max_grad_norm``.  With
+    ``conditional=False`` the reconstructor is Algorithm 2's unconditional ``R(theta)`` on the same heads, scored
+    against whole sets (Section 3.2, point 3)."""
     validation.integer("set_size", set_size, minimum=NUM_CLASSES)
     if set_size % NUM_CLASSES:
         raise ValueError(f"set_size={set_size!r}; allowed: a multiple of the {NUM_CLASSES} classes")
@@ -457,7 +465,7 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
 
     statistics = attack.WeightStatistics.fit(train_weights)
     val_w = statistics.standardise(val_weights)
-    inputs = train_weights.shape[1] + NUM_CLASSES
+    inputs = train_weights.shape[1] + (NUM_CLASSES if conditional else 0)
     if cfg.reconstructor == "residual":
         model = models.ResidualReconstructor(inputs, width=cfg.hidden, out_channels=train_x.shape[1],
                                              size=train_x.shape[-1], generator=generator)
@@ -465,18 +473,20 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
         model = models.MLPReconstructor(inputs, tuple(train_x.shape[1:]), cfg.hidden, generator=generator)
     start = time.perf_counter()
     history = attack.train_reconstructor(model, train_weights, train_sets, train_x, statistics=statistics,
-                                         perceptual=perceptual, epochs=math.ceil(steps * 32 / shadow_train),
-                                         generator=generator, device=cfg.device, progress=progress)
+                                         perceptual=perceptual, conditional=conditional,
+                                         epochs=math.ceil(steps * 32 / shadow_train), generator=generator,
+                                         device=cfg.device, progress=progress)
     seconds["reconstructor"] = time.perf_counter() - start
 
     surrogate = statistics.surrogate(cfg.shadow_val, generator)
     val_images = val_x[val_sets]
-    h0 = attack.min_mse_table(model, val_w, val_images)
-    h1 = attack.min_mse_table(model, surrogate, val_images)
-    h_prior = attack.prior_table(train_x, val_images, generator)  # prior draws disjoint from the sets
+    h0 = attack.min_mse_table(model, val_w, val_images, conditional=conditional)
+    h1 = attack.min_mse_table(model, surrogate, val_images, conditional=conditional)
+    groups = val_images if conditional else val_images.flatten(1, 2)[:, None]
+    h_prior = attack.prior_table(train_x, groups, generator)  # prior draws disjoint from the sets
     tau = attack.nearest_neighbour_threshold(val_x, train_x)
     return AttackResult(set_size, tau, h0, h1, h_prior, float(accuracy.mean()), float(accuracy.std()), model,
-                        statistics, val_w, val_sets, surrogate, history, seconds)
+                        statistics, val_w, val_sets, surrogate, history, seconds, conditional)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -505,6 +515,8 @@ def reconstruction_examples(result: AttackResult, pool: Pools, *, heads: int, su
     head's weights, or from its surrogate draw when ``surrogate``; the latter are the false-positive candidates), the
     nearest of the set's class-``c`` images, and whether the min-MSE is at most ``tau_NN``.  Returns images
     (heads * 10, 1, 8, 8) in [0, 1] (reconstruction, nearest) and the success flags (heads * 10,)."""
+    if not result.conditional:
+        raise ValueError("reconstruction_examples shows one reconstruction per class: a conditional reconstructor's")
     model = result.reconstructor.eval()
     device = next(model.parameters()).device
     weights = (result.surrogate_weights if surrogate else result.val_weights)[:heads]
@@ -515,6 +527,21 @@ def reconstruction_examples(result: AttackResult, pool: Pools, *, heads: int, su
     errors = ((out[:, None] - members) ** 2).flatten(2).mean(-1)
     nearest = members[torch.arange(len(out)), errors.argmin(1)]
     return (out + 1) / 2, (nearest + 1) / 2, errors.min(1).values <= result.tau
+
+
+@torch.no_grad()
+def reconstructed_classes(result: AttackResult, pool: Pools) -> np.ndarray:
+    """Section 3.2, point 3's mode collapse: for the unconditional reconstructor, the share of validation heads whose
+    reconstruction is nearest (in MSE) to a set image of each class, shape (10,); a reconstructor that used the whole
+    set would spread over all classes."""
+    if result.conditional:
+        raise ValueError("reconstructed_classes is for the unconditional reconstructor (conditional=False)")
+    model = result.reconstructor.eval()
+    out = model(result.val_weights.to(next(model.parameters()).device)).cpu()
+    members = result.val_sets.flatten(1)  # (K, N) pool indices
+    errors = ((out[:, None] - pool.validation[0][members]) ** 2).flatten(2).mean(-1)
+    nearest = pool.validation[1][members[torch.arange(len(out)), errors.argmin(1)]]
+    return np.bincount(nearest.numpy(), minlength=NUM_CLASSES) / len(out)
 
 
 def roc_curves(result: AttackResult) -> dict[str, tuple[np.ndarray, np.ndarray]]:
