@@ -142,6 +142,25 @@ def test_recipe_rows_of_table3():
     assert (cifar.epochs, cifar.weight_decay, cifar.init_std) == (78, 1e-4, 0.0002)
 
 
+def test_paper_scale_takes_cifars_width_and_clipping_norm():
+    mnist, cifar = chapter.settings("paper"), chapter.settings("paper", dataset="cifar10")
+    assert (mnist.hidden, mnist.dp_max_grad_norm) == (256, 4.0) and (cifar.hidden, cifar.dp_max_grad_norm) == (512, 1.2)
+    assert chapter.settings("paper", dataset="cifar10", hidden=64).hidden == 64
+
+
+def test_extractor_embeds_with_the_whole_model_or_its_features():
+    """TorchVision's extractors (head removed) give their features as model(x); the project's classifiers as
+    model.features(x)."""
+    linear = torch.nn.Linear(3, 2)
+    x = torch.randn(5, 3)
+    whole = chapter.Extractor(linear, math.nan, 0.0, batch_size=2, whole_model=True)
+    torch.testing.assert_close(whole.features(x), linear(x).detach())
+    split = chapter.models.MnistMLP(1, 2, 10, hidden=4)
+    images = torch.randn(5, 1, 2, 2)
+    torch.testing.assert_close(chapter.Extractor(split, math.nan, 0.0).features(images),
+                               split.features(images).detach())
+
+
 def _fake_paper_data(root):
     """MNIST (20 / 10 images per digit) and EMNIST letters (2 per letter) as the IDX files the loaders read."""
     from test_data import _write_idx

@@ -7,14 +7,15 @@ A store is a folder with
 
 * ``weights.npy``: (K, D) float32, the heads' flattened weights (:meth:`compendium.train.LinearHeads.flat`);
 * ``sets.npy``: (K, C, M) int32, the pool indices of each head's training images;
-* ``progress.json``: what was asked for (a fingerprint of the run) and how many heads are written;
-* ``generator.pt``: the random generator's state after the last written shard, so that an interrupted run resumes
-  exactly where it stopped and gives the same heads as an uninterrupted one.
+* ``progress.json``: what was asked for (a fingerprint of the run), how many heads are written and the random
+  generator's state after them (in the same atomic write), so that an interrupted run resumes exactly where it
+  stopped and gives the same heads as an uninterrupted one.
 
 :meth:`ShadowStore.open` refuses a store that is not complete: a half-written result is never read as a whole one.
 """
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ import torch
 
 from compendium import validation
 
-WEIGHTS, SETS, PROGRESS, GENERATOR = "weights.npy", "sets.npy", "progress.json", "generator.pt"
+WEIGHTS, SETS, PROGRESS = "weights.npy", "sets.npy", "progress.json"
 
 
 @dataclass(frozen=True)
@@ -74,13 +75,14 @@ class ShadowWriter:
                          "fingerprint": json.loads(json.dumps(fingerprint)), "written": 0}
         existing = _read_progress(self.folder)
         if existing is not None:
-            if {k: v for k, v in existing.items() if k != "written"} != {k: v for k, v in self.progress.items()
-                                                                         if k != "written"}:
-                raise ValueError(f"{self.folder.resolve()} holds a different shadow-head run ({existing}); remove the "
+            run = {k: v for k, v in existing.items() if k not in ("written", "generator")}
+            if run != {k: v for k, v in self.progress.items() if k != "written"}:
+                raise ValueError(f"{self.folder.resolve()} holds a different shadow-head run ({run}); remove the "
                                  "folder or choose another one")
-            self.progress["written"] = existing["written"]
+            self.progress = existing
             if existing["written"]:
-                generator.set_state(torch.load(self.folder / GENERATOR))
+                state = base64.b64decode(existing["generator"])
+                generator.set_state(torch.frombuffer(bytearray(state), dtype=torch.uint8))
             mode = "r+"
         else:
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -97,8 +99,8 @@ class ShadowWriter:
         return self.progress["written"]
 
     def write(self, sets: torch.Tensor, weights: torch.Tensor) -> None:
-        """Append one shard: ``sets`` (B, C, M) and ``weights`` (B, D); flushed to disk with the generator's state
-        before the progress counter moves."""
+        """Append one shard: ``sets`` (B, C, M) and ``weights`` (B, D), flushed to disk before the progress counter
+        and the generator's state move together."""
         start, stop = self.written, self.written + len(weights)
         if stop > self.progress["count"] or len(sets) != len(weights):
             raise ValueError(f"a shard of {len(weights)} weights and {len(sets)} sets after {start} heads; allowed: "
@@ -107,8 +109,8 @@ class ShadowWriter:
         self._sets[start:stop] = sets.cpu().numpy()
         self._weights.flush()
         self._sets.flush()
-        torch.save(self.generator.get_state(), self.folder / GENERATOR)
         self.progress["written"] = stop
+        self.progress["generator"] = base64.b64encode(self.generator.get_state().numpy().tobytes()).decode()
         self._save_progress()
 
     def _save_progress(self) -> None:

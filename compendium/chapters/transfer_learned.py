@@ -20,6 +20,7 @@ CIFAR-100 fine-tuned checkpoint); the 2.56 million training heads per ``N`` are 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 import time
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from tqdm import tqdm
 from compendium import data, dp, metrics, models, train, validation
 from compendium.attacks import shadow_reconstructor as attack
 from compendium.attacks.shadow_store import ShadowStore, ShadowWriter
-from compendium.base import resolve_device
+from compendium.base import repository_root, resolve_device
 from compendium.bounds import transfer_learned as roc
 from compendium.chapters.base import Settings as _Settings
 from compendium.chapters.base import resolve
@@ -157,9 +158,21 @@ class Settings(_Settings):
         validation.integer("dp_shadow_train", self.dp_shadow_train, minimum=2)
 
 
+#: The paper scale's values that differ for CIFAR: Table 2's width S = 512 and Section 4's clipping norm C = 1.2.
+PAPER_CIFAR = dict(hidden=512, dp_max_grad_norm=1.2)
+
+
 def settings(scale: str = "book", device: str = "auto", seed: int = 0, **overrides) -> Settings:
-    """The chapter's settings: the scale's values, replaced by every override that is not ``None``."""
+    """The chapter's settings: the scale's values (at ``paper`` scale with ``dataset="cifar10"``, CIFAR's
+    :data:`PAPER_CIFAR`), replaced by every override that is not ``None``."""
+    if scale == "paper" and overrides.get("dataset") == "cifar10":
+        overrides = {**PAPER_CIFAR, **{k: v for k, v in overrides.items() if v is not None}}
     return resolve(Settings, SCALES, scale, device, seed, overrides)
+
+
+def _in_repository(folder: str) -> Path:
+    """``folder``, relative ones taken from the repository root (not from the notebook's working directory)."""
+    return Path(folder) if Path(folder).is_absolute() else repository_root() / folder
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -201,7 +214,8 @@ class HeadRecipe:
         return self.set_size ** -1.1
 
 
-SHARD_SIZE = 100_000  # heads trained per batched computation (64 features x 40 images x 4 B x 1e5 = 1 GB)
+SHARD_SIZE = 100_000  # at most this many heads per batched computation ...
+SHARD_BYTES = 1 << 30  # ... and at most 1 GB of gathered features (N x F x 4 B per head; 256 features at N = 40: 26k)
 DP_SAMPLE_RATE = 0.5  # what the authors' code runs (see HeadRecipe.dp_steps); the paper states (N - 1) / N
 
 
@@ -219,7 +233,7 @@ def epsilons(recipe: HeadRecipe, noise_multiplier: float) -> dict[str, float]:
 # ---------------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Pools:
-    """The three disjoint digits pools, images (B, 1, 8, 8) in [-1, 1] and labels."""
+    """The three disjoint pools, images (B, C, H, W) in [-1, 1] and labels."""
 
     pretrain: tuple[torch.Tensor, torch.Tensor]
     train: tuple[torch.Tensor, torch.Tensor]
@@ -243,7 +257,7 @@ def pools(cfg: Settings) -> Pools:
         x, y = 2 * x[perm] - 1, y[perm]
         a, b = POOL_SIZES["pretrain"], POOL_SIZES["pretrain"] + POOL_SIZES["train"]
         return Pools((x[:a], y[:a]), (x[a:b], y[a:b]), (x[b:], y[b:]))
-    root = Path(cfg.data_dir)
+    root = _in_repository(cfg.data_dir)
     if cfg.dataset == "mnist":
         def mnist32(x):
             return 2 * torch.nn.functional.interpolate(x, size=32, mode="bilinear", antialias=True) - 1
@@ -267,6 +281,7 @@ class Extractor:
     seconds: float
     transform: object = None
     batch_size: int = 1024
+    whole_model: bool = False  # the features are model(x) (TorchVision's, head removed), not model.features(x)
 
     _cached: dict = field(default_factory=dict, repr=False)
 
@@ -283,7 +298,8 @@ class Extractor:
         out = []
         for batch in x.split(self.batch_size):
             batch = batch.to(device)
-            out.append(self.model.features(batch if self.transform is None else self.transform(batch)).cpu())
+            batch = batch if self.transform is None else self.transform(batch)
+            out.append((self.model(batch) if self.whole_model else self.model.features(batch)).cpu())
         return torch.cat(out)
 
 
@@ -306,7 +322,8 @@ def feature_extractor(cfg: Settings, pool: Pools, progress: bool = False) -> Ext
     if cfg.dataset == "cifar10":
         model = models.transfer_extractor("efficientnet_b0", checkpoint=cfg.extractor_checkpoint, device=device)
         transform = models.transfer_transform("efficientnet_b0")
-        return Extractor(model, math.nan, time.perf_counter() - start, lambda x: transform((x + 1) / 2), 256)
+        return Extractor(model, math.nan, time.perf_counter() - start, lambda x: transform((x + 1) / 2), 256,
+                         whole_model=True)
     if cfg.dataset == "mnist":
         model = models.VGGTiny(num_classes=26, generator=seeded())
         train.train_classifier(model, pool.pretrain, cfg.extractor_epochs, lr=1e-4, optimizer="adam",
@@ -328,18 +345,21 @@ def feature_extractor(cfg: Settings, pool: Pools, progress: bool = False) -> Ext
 # ---------------------------------------------------------------------------------------------------------------
 def shadow_heads(features: torch.Tensor, labels: torch.Tensor, recipe: HeadRecipe, *, count: int,
                  generator: torch.Generator, device: str = "auto", noise_multiplier: float | None = None,
-                 max_grad_norm: float | None = None, shard_size: int = SHARD_SIZE,
+                 max_grad_norm: float | None = None, shard_size: int | None = None,
                  store: str | Path | None = None, fingerprint: dict | None = None,
                  progress: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """Algorithm 1 for ``count`` heads, ``shard_size`` at a time (each shard one batched computation): balanced sets
     of ``N = recipe.set_size`` pool indices (count, 10, M) and the trained heads' flattened weights (count, D), by the
     recipe (full-batch GD, or DP-SGD at Poisson rate 1/2 for ``2 n_E`` steps when ``noise_multiplier`` is given).
-    Each shard draws its sets, then its heads' initial weights, from ``generator``.  Only the sets and the weights
+    Each shard draws its sets, then its heads' initial weights, from ``generator``; ``shard_size`` defaults to
+    :data:`SHARD_SIZE` heads or :data:`SHARD_BYTES` of features, whichever is fewer.  Only the sets and the weights
     are kept; a shard's features are gathered just for its training.
 
     With ``store`` (a folder) the shards are written to disk as they come (:class:`ShadowWriter`; ``fingerprint``
     names the run, and an interrupted run resumes) and the returned tensors are memory-mapped from the files, so
     that the paper's 2.56 million heads are never held in memory."""
+    if shard_size is None:
+        shard_size = max(1, min(SHARD_SIZE, SHARD_BYTES // (4 * recipe.set_size * features.shape[1])))
     options = dict(num_classes=NUM_CLASSES, lr=recipe.lr, weight_decay=recipe.weight_decay,
                    init_std=recipe.init_std, generator=generator, device=device)
     if noise_multiplier is None:
@@ -412,8 +432,9 @@ class AttackResult:
 def head_accuracy(weights: torch.Tensor, features: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Test accuracy (K,) of heads given by their flattened weights (K, 10 F + 10) on ``features`` (B, F)."""
     F = features.shape[1]
-    heads = train.LinearHeads(weights[:, :NUM_CLASSES * F].reshape(-1, NUM_CLASSES, F), weights[:, NUM_CLASSES * F:])
-    return heads.accuracy(features, labels)
+    return torch.cat([train.LinearHeads(w[:, :NUM_CLASSES * F].reshape(-1, NUM_CLASSES, F),
+                                        w[:, NUM_CLASSES * F:]).accuracy(features, labels)
+                      for w in weights.split(256)])  # 256 heads at a time: 10,000 x 10,000 logits would be 4 GB
 
 
 def phi_fits(result: AttackResult) -> dict[str, float]:
@@ -453,11 +474,15 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
     train_x, train_y = pool.train
     val_x, val_y = pool.validation
     feats_train, feats_val = extractor.pool_features(pool)
-    store = None if cfg.shadow_dir is None else Path(cfg.shadow_dir) / (
-        f"{cfg.dataset}-N{set_size}-K{shadow_train}-std{recipe.init_std:g}-sigma{noise_multiplier}-seed{cfg.seed}")
+    store, fingerprint = None, None
+    if cfg.shadow_dir is not None:  # a stored run is tied to the exact features and labels it was trained on
+        store = _in_repository(cfg.shadow_dir) / (
+            f"{cfg.dataset}-N{set_size}-K{shadow_train}-std{recipe.init_std:g}-sigma{noise_multiplier}-seed{cfg.seed}")
+        digest = hashlib.sha256(feats_train.numpy().tobytes() + train_y.numpy().tobytes()).hexdigest()[:16]
+        fingerprint = {"dataset": cfg.dataset, "seed": cfg.seed, "features": digest}
     train_sets, train_weights = shadow_heads(feats_train, train_y, recipe, count=shadow_train, generator=generator,
                                            device=cfg.device, store=store, progress=progress,
-                                           fingerprint={"dataset": cfg.dataset, "seed": cfg.seed}, **dp_options)
+                                           fingerprint=fingerprint, **dp_options)
     val_sets, val_weights = shadow_heads(feats_val, val_y, recipe, count=cfg.shadow_val, generator=generator,
                                        device=cfg.device, **dp_options)
     seconds["shadow heads"] = time.perf_counter() - start
@@ -514,7 +539,7 @@ def reconstruction_examples(result: AttackResult, pool: Pools, *, heads: int, su
     """Figures 1 and 15: for the first ``heads`` validation heads and every class, the reconstruction (from the
     head's weights, or from its surrogate draw when ``surrogate``; the latter are the false-positive candidates), the
     nearest of the set's class-``c`` images, and whether the min-MSE is at most ``tau_NN``.  Returns images
-    (heads * 10, 1, 8, 8) in [0, 1] (reconstruction, nearest) and the success flags (heads * 10,)."""
+    (heads * 10, C, H, W) in [0, 1] (reconstruction, nearest) and the success flags (heads * 10,)."""
     if not result.conditional:
         raise ValueError("reconstruction_examples shows one reconstruction per class: a conditional reconstructor's")
     model = result.reconstructor.eval()
@@ -523,7 +548,7 @@ def reconstruction_examples(result: AttackResult, pool: Pools, *, heads: int, su
     theta = weights.repeat_interleave(NUM_CLASSES, 0).to(device)
     classes = torch.arange(NUM_CLASSES).repeat(heads).to(device)
     out = model(attack.condition(theta, classes, NUM_CLASSES)).cpu()
-    members = pool.validation[0][result.val_sets[:heads]].flatten(0, 1)  # (heads * 10, M, 1, 8, 8)
+    members = pool.validation[0][result.val_sets[:heads]].flatten(0, 1)  # (heads * 10, M, C, H, W)
     errors = ((out[:, None] - members) ** 2).flatten(2).mean(-1)
     nearest = members[torch.arange(len(out)), errors.argmin(1)]
     return (out + 1) / 2, (nearest + 1) / 2, errors.min(1).values <= result.tau
@@ -537,11 +562,13 @@ def reconstructed_classes(result: AttackResult, pool: Pools) -> np.ndarray:
     if result.conditional:
         raise ValueError("reconstructed_classes is for the unconditional reconstructor (conditional=False)")
     model = result.reconstructor.eval()
-    out = model(result.val_weights.to(next(model.parameters()).device)).cpu()
-    members = result.val_sets.flatten(1)  # (K, N) pool indices
-    errors = ((out[:, None] - pool.validation[0][members]) ** 2).flatten(2).mean(-1)
-    nearest = pool.validation[1][members[torch.arange(len(out)), errors.argmin(1)]]
-    return np.bincount(nearest.numpy(), minlength=NUM_CLASSES) / len(out)
+    device = next(model.parameters()).device
+    nearest = []
+    for weights, members in zip(result.val_weights.split(1024), result.val_sets.flatten(1).split(1024)):
+        out = model(weights.to(device)).cpu()
+        errors = ((out[:, None] - pool.validation[0][members]) ** 2).flatten(2).mean(-1)
+        nearest.append(pool.validation[1][members[torch.arange(len(out)), errors.argmin(1)]])
+    return np.bincount(torch.cat(nearest).numpy(), minlength=NUM_CLASSES) / len(result.val_weights)
 
 
 def roc_curves(result: AttackResult) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -570,12 +597,13 @@ def baseline_check(pool: Pools, tau: float, *, set_sizes: tuple[int, ...], draws
     train_x, val_x = pool.train[0].flatten(1).double(), pool.validation[0].flatten(1).double()
     neighbours = torch.cat([(torch.cdist(rows, train_x) ** 2 / train_x.shape[1] <= tau).sum(1)
                             for rows in train_x.split(1024)])  # 1,024 rows at a time: MNIST has 60,000
-    z0 = train_x[(neighbours - 1).argmax()]
-    kappa = float(((val_x - z0) ** 2).mean(1).le(tau).double().mean())
+    z0 = train_x[neighbours.argmax()]
+    hit = ((val_x - z0) ** 2).mean(1) <= tau  # which validation images R0 reconstructs
+    kappa = float(hit.double().mean())
     rows = []
     for n in set_sizes:
         sets = torch.randint(len(val_x), (draws, n), generator=generator)
-        rate = float((((val_x[sets] - z0) ** 2).mean(-1).min(-1).values <= tau).double().mean())
+        rate = float(hit[sets].any(1).double().mean())
         rows.append({"N": n, "kappa": kappa, "simulated TPR = FPR": rate,
                      "± SE": math.sqrt(max(rate * (1 - rate), 1e-12) / draws),
                      "1 - (1 - kappa)^N": float(roc.baseline_tpr(kappa, n))})
@@ -588,8 +616,8 @@ def clipping_sweep(cfg: Settings, pool: Pools, extractor: Extractor, norms: tupl
     noise multiplier 0, Poisson rate 1/2) for each clipping norm, beside the non-private recipe; ``heads`` validation
     heads per norm, the same sets and initial weights for every row."""
     recipe = HeadRecipe.of(cfg.dataset, cfg.dp_set_size, cfg.init_std)
-    val_x, val_y = pool.validation
-    feats = extractor.features(val_x)
+    val_y = pool.validation[1]
+    feats = extractor.pool_features(pool)[1]
     rows = []
     for norm in (None, *norms):
         options = {} if norm is None else dict(noise_multiplier=0.0, max_grad_norm=norm)
