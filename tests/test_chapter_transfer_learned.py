@@ -190,6 +190,22 @@ def test_paper_scale_pipeline_on_small_files(tmp_path):
     assert pool.train[0].min() >= -1 and pool.train[0].max() <= 1 and int(pool.pretrain[1].max()) == 25
     extractor = chapter.feature_extractor(cfg, pool)
     assert extractor.features(pool.train[0][:3]).shape == (3, 256) and math.isnan(extractor.accuracy)
+    # the authors' VGGtiny checkpoint (their module names) replaces the training
+    reference = chapter.models.VGGTiny(num_classes=26, generator=torch.Generator().manual_seed(5)).state_dict()
+    renames = (("features.20.", "fc1.0."), ("features.22.", "fc2.0."), ("head.0.", "fc_top."))
+    authors = {}
+    for key, value in reference.items():
+        for ours, theirs in renames:
+            key = key.replace(ours, theirs)
+        authors[key] = value
+    torch.save(authors, tmp_path / "vggtiny.pth")
+    def with_checkpoint(name):
+        return chapter.settings("paper", "cpu", extractor_checkpoint=str(tmp_path / name))
+
+    loaded = chapter.feature_extractor(with_checkpoint("vggtiny.pth"), pool).model.state_dict()
+    assert all(torch.equal(loaded[k], v) for k, v in reference.items())
+    with pytest.raises(FileNotFoundError, match="VGGtiny_classifier_EMNIST_50EP.pth"):
+        chapter.feature_extractor(with_checkpoint("missing.pth"), pool)
     result = chapter.run_attack(cfg, pool, extractor, set_size=10, progress=False)
     stored = list((tmp_path / "heads").iterdir())
     assert [p.name for p in stored] == ["mnist-N10-K40-std0.002-sigmaNone-seed0"]

@@ -91,7 +91,8 @@ class Settings(_Settings):
     by :func:`compendium.data.mnist` / :func:`~compendium.data.cifar10` only when asked); ``shadow_dir`` a folder
     where the training shadow heads are written (``None``: held in memory); ``reconstructor`` ``"mlp"`` (the book's)
     or ``"residual"`` (Table 2; ``hidden`` is then its width S, 256 for MNIST and 512 for CIFAR);
-    ``extractor_checkpoint`` the authors' fine-tuned EfficientNet-B0 weights for CIFAR (ImageNet weights otherwise);
+    ``extractor_checkpoint`` the authors' extractor weights (VGGtiny for MNIST, instead of training it here; the
+    fine-tuned EfficientNet-B0 for CIFAR, ImageNet weights otherwise);
     ``set_sizes`` the attacked heads' training-set sizes ``N`` (multiples of the 10 classes; Table 1 uses 10 and 40);
     ``shadow_train`` / ``shadow_val`` the numbers of training and validation shadow heads per ``N`` (the paper:
     2.56e6 and 1e4); ``reconstructor_steps`` the reconstructor's Adam steps on batches of 32 shadow heads (rounded up
@@ -303,13 +304,25 @@ class Extractor:
         return torch.cat(out)
 
 
+def _vggtiny_checkpoint(path: str) -> dict:
+    """The authors' VGGtiny weights (``VGGtiny_classifier_EMNIST_50EP.pth``, their repository's
+    ``models_pretrained/``), read on the CPU."""
+    file = _in_repository(path)
+    if not file.is_file():
+        raise FileNotFoundError(f"extractor_checkpoint {file} not found: get VGGtiny_classifier_EMNIST_50EP.pth from "
+                                f"{models.pretrained.AUTHORS_REPOSITORY} (models_pretrained/), or leave "
+                                "extractor_checkpoint=None to train VGGtiny here")
+    return torch.load(file, map_location="cpu")
+
+
 def feature_extractor(cfg: Settings, pool: Pools, progress: bool = False) -> Extractor:
     """The "pre-trained base" (Appendix D.1).
 
     * ``digits``: an MLP (64 -> F -> F -> 10, ReLU) trained with AdamW on the pre-training pool only; its post-ReLU
       penultimate layer is the ``F``-dimensional deep feature;
     * ``mnist``: the paper's VGGtiny trained on EMNIST letters (Adam, lr 1e-4, batches of 256, ``cfg.extractor_epochs``
-      epochs; the authors' random-affine augmentation is left out); 256 features;
+      epochs; the authors' random-affine augmentation is left out), or loaded from the authors'
+      ``VGGtiny_classifier_EMNIST_50EP.pth`` given as ``cfg.extractor_checkpoint``; 256 features;
     * ``cifar10``: TorchVision's EfficientNet-B0, with the authors' CIFAR-100 fine-tuned weights when
       ``cfg.extractor_checkpoint`` is given (ImageNet weights otherwise), on the paper's 224x224 input; 1280 features.
     """
@@ -320,23 +333,26 @@ def feature_extractor(cfg: Settings, pool: Pools, progress: bool = False) -> Ext
 
     start = time.perf_counter()
     if cfg.dataset == "cifar10":
-        model = models.transfer_extractor("efficientnet_b0", checkpoint=cfg.extractor_checkpoint, device=device)
+        checkpoint = None if cfg.extractor_checkpoint is None else _in_repository(cfg.extractor_checkpoint)
+        model = models.transfer_extractor("efficientnet_b0", checkpoint=checkpoint, device=device)
         transform = models.transfer_transform("efficientnet_b0")
         return Extractor(model, math.nan, time.perf_counter() - start, lambda x: transform((x + 1) / 2), 256,
                          whole_model=True)
     if cfg.dataset == "mnist":
         model = models.VGGTiny(num_classes=26, generator=seeded())
-        train.train_classifier(model, pool.pretrain, cfg.extractor_epochs, lr=1e-4, optimizer="adam",
-                               batch_size=256, generator=seeded(), device=cfg.device, progress=progress)
-        accuracy = math.nan  # letters, not digits: the heads' task is new
-    else:
-        model = models.MnistMLP(1, 8, NUM_CLASSES, hidden=cfg.extractor_hidden, generator=seeded())
-        train.train_classifier(model, pool.pretrain, cfg.extractor_epochs, generator=seeded(), device=cfg.device,
-                               progress=progress)
+        if cfg.extractor_checkpoint is None:
+            train.train_classifier(model, pool.pretrain, cfg.extractor_epochs, lr=1e-4, optimizer="adam",
+                                   batch_size=256, generator=seeded(), device=cfg.device, progress=progress)
+        else:
+            model.load_authors_state_dict(_vggtiny_checkpoint(cfg.extractor_checkpoint))
+        model.to(device).eval().requires_grad_(False)
+        return Extractor(model, math.nan, time.perf_counter() - start)  # letters, not digits: no head accuracy
+    model = models.MnistMLP(1, 8, NUM_CLASSES, hidden=cfg.extractor_hidden, generator=seeded())
+    train.train_classifier(model, pool.pretrain, cfg.extractor_epochs, generator=seeded(), device=cfg.device,
+                           progress=progress)
     seconds = time.perf_counter() - start
     model.eval().requires_grad_(False)
-    if cfg.dataset == "digits":
-        accuracy = train.accuracy(model, pool.validation[0].to(device), pool.validation[1].to(device))
+    accuracy = train.accuracy(model, pool.validation[0].to(device), pool.validation[1].to(device))
     return Extractor(model, accuracy, seconds)
 
 
