@@ -86,8 +86,10 @@ def metric_grid(frame, metrics, row: str, *, hue: str | None = None, theory=None
     return fig
 
 
-def image_grid(images: torch.Tensor, row_labels, col_labels, title=None, size=1.6):
-    """Show a (rows, cols, C, H, W) tensor of images (C = 3 colour or 1 gray) clamped to [0, 1], with labels."""
+def image_grid(images: torch.Tensor, row_labels, col_labels, title=None, size=1.6, frames=None):
+    """Show a (rows, cols, C, H, W) tensor of images (C = 3 colour or 1 gray) clamped to [0, 1], with labels.
+    ``frames``, a (rows, cols) boolean array, draws a green frame around the images where it is true (a successful
+    reconstruction) and sets the row labels horizontally, as short labels beside small images read best."""
     rows, cols = images.shape[:2]
     fig, axes = plt.subplots(rows, cols, figsize=(size * cols, size * rows), squeeze=False)
     for i in range(rows):
@@ -105,6 +107,11 @@ def image_grid(images: torch.Tensor, row_labels, col_labels, title=None, size=1.
                 ax.set_title(col_labels[j], fontsize="medium")
             if j == 0:
                 ax.set_ylabel(row_labels[i], fontsize="medium")
+                if frames is not None:
+                    ax.yaxis.label.set(rotation=0, ha="right", va="center")
+            if frames is not None and frames[i][j]:
+                ax.spines[:].set_visible(True)
+                ax.spines[:].set(edgecolor="tab:green", linewidth=3)
     if title:
         fig.suptitle(title)
     return fig

@@ -59,7 +59,8 @@ LossFunction = Callable[[nn.Module, tuple], "torch.Tensor | tuple[torch.Tensor, 
 def fit(model: nn.Module, loss_fn: LossFunction, data, *, epochs: int, optimizer: str = "adamw", lr: float = 1e-3,
         weight_decay: float | None = None, momentum: float = 0.9, batch_size: int = 32,
         generator: torch.Generator | None = None, device: str = "auto", progress: bool = True,
-        desc: str = "training") -> dict[str, list[float]]:
+        desc: str = "training", on_epoch: Callable[[nn.Module], dict[str, float]] | None = None
+        ) -> dict[str, list[float]]:
     """The project's one training loop: train ``model`` in place for ``epochs`` epochs and return its history.
 
     ``data`` is either a tuple of tensors with the same leading size ``B`` (images and labels; features and target
@@ -73,7 +74,9 @@ def fit(model: nn.Module, loss_fn: LossFunction, data, *, epochs: int, optimizer
     with ``weight_decay`` defaulting to 0).  The model is left on ``device`` in ``train()`` mode.
 
     Returns ``{"loss": [...], <count>: [...]}``: per epoch, the mean loss over the examples as they were seen (while
-    the weights changed), and every count of the loss function per example.
+    the weights changed), and every count of the loss function per example.  ``on_epoch(model)``, when given, is
+    called after every epoch with the model in ``eval()`` mode and gradients off; the values it returns join the
+    history under their names (validation curves).  It must not draw from ``generator``, or it changes the run.
     """
     if not isinstance(model, nn.Module):
         raise ValueError(f"model={type(model).__name__}; allowed: a torch.nn.Module")
@@ -134,6 +137,12 @@ def fit(model: nn.Module, loss_fn: LossFunction, data, *, epochs: int, optimizer
         history["loss"].append(total_loss / seen)
         for name, value in counts.items():
             history.setdefault(name, []).append(value / seen)
+        if on_epoch is not None:
+            model.eval()
+            with torch.no_grad():
+                for name, value in on_epoch(model).items():
+                    history.setdefault(name, []).append(float(value))
+            model.train()
         bar.set_postfix({name: f"{values[-1]:.4g}" for name, values in history.items()})
     return history
 

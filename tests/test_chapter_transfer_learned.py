@@ -3,6 +3,7 @@ bad settings fail before any work, the recipe and the accounting reproduce the p
 the pools are disjoint, and a tiny attack is deterministic and returns the tables its notebook reads."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -127,6 +128,46 @@ def test_unconditional_attack_scores_whole_sets(tiny_attack):
         chapter.reconstruction_examples(result, pool, heads=1)
     with pytest.raises(ValueError, match="unconditional"):
         chapter.reconstructed_classes(conditional, pool)
+
+
+def test_training_curves_leave_the_run_unchanged(tiny_attack):
+    """Fig. 3c: a run with curves=True scores the reconstructor after every pass over the heads and gives the same
+    tables as the run without; training_curves refuses a run without them."""
+    cfg, pool, extractor, plain = tiny_attack
+    result = chapter.run_attack(cfg, pool, extractor, set_size=20, curves=True, progress=False)
+    assert torch.equal(result.h0, plain.h0) and torch.equal(result.h1, plain.h1)
+    curves = chapter.training_curves([result])
+    epochs = math.ceil(40 * 32 / 256)
+    assert list(curves.columns) == ["N", "steps", "training loss", "validation loss", "TPR@FPR=0.01"]
+    assert list(curves["steps"]) == [8 * (e + 1) for e in range(epochs)]
+    assert curves["training loss"].tolist() == result.history["loss"] == plain.history["loss"]
+    assert curves["validation loss"].between(0, 2).all() and curves["TPR@FPR=0.01"].between(0, 1).all()
+    with pytest.raises(ValueError, match="curves=True"):
+        chapter.training_curves([plain])
+
+
+def test_table1_puts_the_papers_row_of_the_dataset_beside(tiny_attack):
+    result = dataclasses.replace(tiny_attack[3], set_size=10)  # beside the paper's N = 10 row
+    cifar = chapter.table1([result], "cifar10")
+    assert list(cifar["paper (CIFAR)"]) == [0.388, 0.063, 0.217, 0.587]
+    with pytest.raises(ValueError, match="dataset='celeba'"):
+        chapter.table1([result], "celeba")
+
+
+def test_dp_sweep_rows_and_reconstructions_per_noise_level(tiny_attack):
+    """Section 4's sweep on the tiny attack: a reference row without DP, one row per noise level with its epsilons,
+    and Figs. 5/16's reconstructions of the same validation set at every noise level."""
+    cfg, pool, extractor, reference = tiny_attack
+    small = chapter.settings("ci", "cpu", shadow_train=256, shadow_val=16, reconstructor_steps=40, dp_set_size=20,
+                             dp_noise_multipliers=(0.5, 4.0), dp_shadow_train=256, dp_reconstructor_steps=40)
+    sweep, shown = chapter.dp_sweep(small, pool, extractor, reference, examples=2)
+    assert list(sweep["noise multiplier"]) == [0.0, 0.5, 4.0] and sweep["eps_prv"].iloc[0] == math.inf
+    assert sweep["eps_prv"].iloc[1] > sweep["eps_prv"].iloc[2] > 0
+    assert set(shown) == {0.0, 0.5, 4.0}
+    for recon, nearest, hit in shown.values():
+        assert recon.shape == nearest.shape == (20, 1, 8, 8) and hit.shape == (20,)
+    expected = chapter.reconstruction_examples(reference, pool, heads=2)
+    assert all(torch.equal(a, b) for a, b in zip(shown[0.0], expected))
 
 
 def test_head_accuracy_of_flattened_weights():

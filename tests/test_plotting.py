@@ -31,3 +31,14 @@ def test_set_style_gives_page_readable_text():
     plotting.set_style()
     assert matplotlib.rcParams["xtick.labelsize"] == plotting.FONT == matplotlib.rcParams["axes.labelsize"]
     assert plotting.WIDTH <= 7.5
+
+
+def test_image_grid_frames_the_marked_images():
+    import torch
+
+    images = torch.rand(2, 3, 1, 4, 4, generator=torch.Generator().manual_seed(0))
+    frames = [[True, False, False], [False, False, True]]
+    fig = plotting.image_grid(images, ["a", "b"], ["0", "1", "2"], frames=frames)
+    framed = [ax.spines["top"].get_visible() and ax.spines["top"].get_linewidth() == 3 for ax in fig.axes]
+    assert framed == [True, False, False, False, False, True]
+    assert fig.axes[0].yaxis.label.get_rotation() == 0  # row labels read horizontally

@@ -117,6 +117,31 @@ def test_unconditional_table_takes_the_minimum_over_the_whole_set():
         assert float(table[k, 0]) == pytest.approx(expected)
 
 
+def test_validation_loss_is_eq3_over_every_class_of_every_set():
+    """The ClassValue 'reconstructor' (class index as a constant image): the validation loss is the mean over sets and
+    classes of Eq. (3) of (MSE + MAE) / 2 against the class's images, computed by hand, in batches of any size."""
+    class ClassValue(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.dummy = torch.nn.Parameter(torch.zeros(()))
+
+        def forward(self, x):
+            return x[:, -3:].argmax(1).float()[:, None, None, None].expand(len(x), 1, 2, 2) * 0.5 + 0 * self.dummy
+
+    g = torch.Generator().manual_seed(1)
+    images = torch.rand(5, 3, 2, 1, 2, 2, generator=g)
+    by_hand = []
+    for k in range(5):
+        for c in range(3):
+            diff = images[k, c] - 0.5 * c
+            errors = 0.5 * ((diff ** 2).flatten(1).mean(1) + diff.abs().flatten(1).mean(1))
+            weights = torch.softmax(-100.0 * errors, 0)
+            by_hand.append(float((weights * errors).sum()))
+    for batch_size in (2, 4096):
+        loss = attack.validation_loss(ClassValue(), torch.zeros(5, 4), images, batch_size=batch_size)
+        assert loss == pytest.approx(np.mean(by_hand), rel=1e-6)
+
+
 def test_rates_thresholds_and_roc():
     h0 = torch.tensor([0.1, 0.2, 0.3, 0.4])
     h1 = torch.linspace(0.25, 1.25, 101)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch import nn
 
 from compendium import data, train
 from compendium.models import CifarCNN, MnistMLP
@@ -54,6 +55,29 @@ def test_training_is_deterministic_given_generators(digits):
     for pa, pb in zip(a.parameters(), b.parameters()):
         assert torch.equal(pa, pb)
     assert not torch.equal(a.head[0].weight, c.head[0].weight)  # the generator drives the shuffling
+
+
+def test_on_epoch_records_values_without_changing_the_run(digits):
+    """fit's on_epoch callback: its values join the history once per epoch, it sees the model in eval mode without
+    gradients, and the trained weights are those of the same run without it."""
+    (xtr, ytr), (xte, yte) = digits
+    seen = []
+
+    def held_out(model):
+        seen.append((model.training, torch.is_grad_enabled()))
+        return {"test accuracy": train.accuracy(model, xte, yte, device="cpu")}
+
+    def run(on_epoch):
+        m = MnistMLP(1, 8, 10, hidden=16, generator=torch.Generator().manual_seed(0))
+        h = train.fit(m, lambda net, b: nn.functional.cross_entropy(net(b[0]), b[1]), (xtr[:300], ytr[:300]),
+                      epochs=3, optimizer="adam", generator=torch.Generator().manual_seed(1), device="cpu",
+                      progress=False, on_epoch=on_epoch)
+        return m, h
+
+    (a, ha), (b, hb) = run(held_out), run(None)
+    assert seen == [(False, False)] * 3 and a.training
+    assert len(ha["test accuracy"]) == 3 and ha["test accuracy"][-1] > ha["test accuracy"][0]
+    assert ha["loss"] == hb["loss"] and all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
 
 
 def test_dataloader_input_and_progress_bar(digits, capsys):

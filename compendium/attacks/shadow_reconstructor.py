@@ -148,8 +148,9 @@ def condition(weights: torch.Tensor, classes: torch.Tensor, num_classes: int) ->
 
 def train_reconstructor(model: nn.Module, weights: torch.Tensor, sets: torch.Tensor, pool: torch.Tensor, *,
                         epochs: int, generator: torch.Generator, statistics: WeightStatistics | None = None,
-                        perceptual: nn.Module | None = None, conditional: bool = True, alpha: float = 100.0, lr: float = 2e-4, batch_size: int = 32, device: str = "auto",
-                        progress: bool = True) -> dict[str, list[float]]:
+                        perceptual: nn.Module | None = None, conditional: bool = True, alpha: float = 100.0,
+                        lr: float = 2e-4, batch_size: int = 32, device: str = "auto", progress: bool = True,
+                        on_epoch=None) -> dict[str, list[float]]:
     """Train the conditional reconstructor (Section 3.1) through :func:`compendium.train.fit`: Adam (lr 2e-4, batches
     of 32 shadow models), each batch element with a class ``c`` drawn uniformly, input ``(theta_k, onehot(c))``,
     loss Eq. (3) over the ``M`` class-``c`` images of ``D_k``.  ``weights`` (K, D) are the shadow weights, standardised
@@ -158,7 +159,7 @@ def train_reconstructor(model: nn.Module, weights: torch.Tensor, sets: torch.Ten
     neither the ``K`` sets' images nor a standardised copy of memory-mapped weights is ever held in memory.
     ``perceptual`` adds an LPIPS term to the errors (:func:`reconstruction_errors`).  With ``conditional=False`` it
     trains Algorithm 2's unconditional reconstructor ``R(theta)``: no class input, Eq. (3) over all ``N`` images of
-    ``D_k``."""
+    ``D_k``.  ``on_epoch`` is :func:`compendium.train.fit`'s (validation curves, Fig. 3c)."""
     _generator(generator)
     if weights.ndim != 2 or sets.ndim != 3 or weights.shape[0] != sets.shape[0]:
         raise ValueError(f"weights {tuple(weights.shape)} and sets {tuple(sets.shape)}; allowed: (K, D) and "
@@ -182,7 +183,7 @@ def train_reconstructor(model: nn.Module, weights: torch.Tensor, sets: torch.Ten
 
     return train.fit(model, loss_fn, (weights, sets), epochs=epochs, optimizer="adam", lr=lr, weight_decay=0.0,
                      batch_size=batch_size, generator=generator, device=device, progress=progress,
-                     desc="reconstructor")
+                     desc="reconstructor", on_epoch=on_epoch)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -194,6 +195,28 @@ def min_mse(candidates: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return ((candidates[:, None] - targets) ** 2).flatten(2).mean(-1).min(-1).values
 
 
+def _reconstructions(model: nn.Module, weights: torch.Tensor, images: torch.Tensor, *, conditional: bool,
+                     batch_size: int):
+    """Yield ``(rows, c, reconstructions, targets)`` for ``batch_size`` heads and one class (one group, the whole
+    set, when not ``conditional``) at a time: the reconstructions ``R(theta_k, c)`` (or ``R(theta_k)``) on the CPU
+    and the images ``images[rows, c]`` they are compared with; the model in ``eval()`` mode, restored afterwards."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    if not conditional:
+        images = images.flatten(1, 2)[:, None]  # one group: the whole set
+    K, C = images.shape[:2]
+    try:
+        for start in range(0, K, batch_size):
+            rows = slice(start, start + batch_size)
+            theta = weights[rows].to(device)
+            for c in range(C):
+                classes = torch.full((len(theta),), c, dtype=torch.long, device=device)
+                yield rows, c, model(condition(theta, classes, C) if conditional else theta).cpu(), images[rows, c]
+    finally:
+        model.train(was_training)
+
+
 @torch.no_grad()
 def min_mse_table(model: nn.Module, weights: torch.Tensor, images: torch.Tensor, batch_size: int = 4096,
                   conditional: bool = True) -> torch.Tensor:
@@ -202,23 +225,28 @@ def min_mse_table(model: nn.Module, weights: torch.Tensor, images: torch.Tensor,
     weights (one draw per ``k``, reused for every class, as in Algorithm 3) the ``H1`` table.  With
     ``conditional=False`` it is Algorithm 2's for the unconditional ``R(theta)``: ``H[k, 0] = min_{Z in D_k}
     MSE(Z, R(theta_k))`` over all ``N = C M`` images, shape (K, 1)."""
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    if not conditional:
-        images = images.flatten(1, 2)[:, None]  # one group: the whole set
-    K, C = images.shape[:2]
-    table = torch.empty(K, C, dtype=torch.float64)
-    try:
-        for start in range(0, K, batch_size):
-            theta = weights[start:start + batch_size].to(device)
-            for c in range(C):
-                classes = torch.full((len(theta),), c, dtype=torch.long, device=device)
-                out = model(condition(theta, classes, C) if conditional else theta).cpu()
-                table[start:start + batch_size, c] = min_mse(out, images[start:start + batch_size, c]).double()
-    finally:
-        model.train(was_training)
+    table = torch.empty(len(weights), images.shape[1] if conditional else 1, dtype=torch.float64)
+    for rows, c, out, targets in _reconstructions(model, weights, images, conditional=conditional,
+                                                  batch_size=batch_size):
+        table[rows, c] = min_mse(out, targets).double()
     return table
+
+
+@torch.no_grad()
+def validation_loss(model: nn.Module, weights: torch.Tensor, images: torch.Tensor, *, conditional: bool = True,
+                    perceptual: nn.Module | None = None, alpha: float = 100.0, batch_size: int = 4096) -> float:
+    """The training loss Eq. (3) on held-out heads, every class of every set once (the validation loss of Fig. 3c):
+    the mean over ``k`` and ``c`` of the soft-min of :func:`reconstruction_errors` between ``R(theta_k, c)`` and the
+    class-``c`` images of ``D_k`` (all ``N`` images for the unconditional ``R(theta_k)``); weights (K, D) already
+    standardised, images (K, C, M, ...)."""
+    device = next(model.parameters()).device
+    total, count = 0.0, 0
+    for _, _, out, targets in _reconstructions(model, weights, images, conditional=conditional,
+                                               batch_size=batch_size):
+        errors = reconstruction_errors(out.to(device), targets.to(device), perceptual)
+        total += float(softmin_loss(errors, alpha).sum())
+        count += len(out)
+    return total / count
 
 
 def prior_table(pool: torch.Tensor, images: torch.Tensor, generator: torch.Generator) -> torch.Tensor:

@@ -57,7 +57,8 @@ PAPER_TABLE1 = {
     "CIFAR": {10: (0.388, 0.063, 0.217), 40: (0.580, 0.383, 0.045)},
     "CelebA": {10: (0.441, 0.012, 0.385), 40: (0.341, 0.102, 0.084)},
 }
-PAPER_HEAD_ACCURACY = {10: 0.812, 40: 0.920}  # Table 4, MNIST
+PAPER_HEAD_ACCURACY = {"MNIST": {10: 0.812, 40: 0.920}, "CIFAR": {10: 0.587, 40: 0.794}}  # Table 4
+PAPER_ROW = {"digits": "MNIST", "mnist": "MNIST", "cifar10": "CIFAR"}  # the paper's experiment beside each dataset
 PAPER_DEFENDED_EPSILON = {("MNIST", 10): 7.2, ("MNIST", 40): 6.0, ("CIFAR", 10): 15.5, ("CIFAR", 40): 41.8}
 GAMMA = 0.015
 
@@ -464,7 +465,7 @@ def phi_fits(result: AttackResult) -> dict[str, float]:
 
 def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: int, shadow_train: int | None = None,
                init_std: float | None = None, noise_multiplier: float | None = None, steps: int | None = None,
-               conditional: bool = True, progress: bool = True) -> AttackResult:
+               conditional: bool = True, curves: bool = False, progress: bool = True) -> AttackResult:
     """The whole attack for one ``N``: Algorithm 1 on the training pool (``shadow_train`` heads) and on the validation
     pool (``cfg.shadow_val`` heads), the weight statistics, the conditional reconstructor trained with Eq. (3) for
     ``steps`` Adam steps (default ``cfg.reconstructor_steps``, rounded up to whole passes over the heads), and
@@ -472,7 +473,9 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
     ``set_size``, so the same arguments give the same numbers.  With ``noise_multiplier`` every head (the adversary's
     shadow heads too, as in Section 4) is trained with DP-SGD at clipping norm ``cfg.dp_max_grad_norm``.  With
     ``conditional=False`` the reconstructor is Algorithm 2's unconditional ``R(theta)`` on the same heads, scored
-    against whole sets (Section 3.2, point 3)."""
+    against whole sets (Section 3.2, point 3).  With ``curves`` the reconstructor is scored after every pass over
+    the heads (Fig. 3c, :func:`training_curves`): the validation heads' Eq. (3) loss and TPR at FPR = 0.01, the latter
+    against surrogate draws from a generator of their own, so that the run's numbers do not change."""
     validation.integer("set_size", set_size, minimum=NUM_CLASSES)
     if set_size % NUM_CLASSES:
         raise ValueError(f"set_size={set_size!r}; allowed: a multiple of the {NUM_CLASSES} classes")
@@ -506,6 +509,17 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
 
     statistics = attack.WeightStatistics.fit(train_weights)
     val_w = statistics.standardise(val_weights)
+    val_images = val_x[val_sets]
+    on_epoch = None
+    if curves:
+        curve_surrogate = statistics.surrogate(cfg.shadow_val, torch.Generator().manual_seed(cfg.seed + 1))
+
+        def on_epoch(net):
+            h0 = attack.min_mse_table(net, val_w, val_images, conditional=conditional)
+            h1 = attack.min_mse_table(net, curve_surrogate, val_images, conditional=conditional)
+            return {"validation loss": attack.validation_loss(net, val_w, val_images, conditional=conditional,
+                                                              perceptual=perceptual),
+                    "TPR@FPR=0.01": attack.tpr_at_fpr(h0, h1)}
     inputs = train_weights.shape[1] + (NUM_CLASSES if conditional else 0)
     if cfg.reconstructor == "residual":
         model = models.ResidualReconstructor(inputs, width=cfg.hidden, out_channels=train_x.shape[1],
@@ -516,11 +530,11 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
     history = attack.train_reconstructor(model, train_weights, train_sets, train_x, statistics=statistics,
                                          perceptual=perceptual, conditional=conditional,
                                          epochs=math.ceil(steps * 32 / shadow_train), generator=generator,
-                                         device=cfg.device, progress=progress)
+                                         device=cfg.device, progress=progress, on_epoch=on_epoch)
+    history["steps"] = [math.ceil(shadow_train / 32) * (epoch + 1) for epoch in range(len(history["loss"]))]
     seconds["reconstructor"] = time.perf_counter() - start
 
     surrogate = statistics.surrogate(cfg.shadow_val, generator)
-    val_images = val_x[val_sets]
     h0 = attack.min_mse_table(model, val_w, val_images, conditional=conditional)
     h1 = attack.min_mse_table(model, surrogate, val_images, conditional=conditional)
     groups = val_images if conditional else val_images.flatten(1, 2)[:, None]
@@ -533,20 +547,37 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
 # ---------------------------------------------------------------------------------------------------------------
 # Tables and figures' data
 # ---------------------------------------------------------------------------------------------------------------
-def table1(results: list[AttackResult]) -> pd.DataFrame:
+def table1(results: list[AttackResult], dataset: str = "digits") -> pd.DataFrame:
     """Table 1's counterpart, one row per ``N`` and rate: TPR and FPR at ``tau_NN`` and TPR at FPR = 0.01 with
-    binomial standard errors, beside the paper's MNIST values; and the heads' test accuracy beside Table 4's."""
+    binomial standard errors, beside the paper's values for ``dataset`` (its :data:`PAPER_ROW`: MNIST beside the
+    digits); and the heads' test accuracy beside Table 4's."""
+    experiment = PAPER_ROW[validation.choice("dataset", dataset, tuple(PAPER_ROW))]
+    column = f"paper ({experiment})"
     rows = []
     for r in results:
         s = r.summary()
-        paper = PAPER_TABLE1["MNIST"].get(r.set_size, (np.nan,) * 3)
+        paper = PAPER_TABLE1[experiment].get(r.set_size, (np.nan,) * 3)
         for (name, key), value in zip((("TPR at τ_NN", "TPR*"), ("FPR at τ_NN", "FPR*"),
                                        ("TPR at FPR = 0.01", "TPR@FPR=0.01")), paper):
-            rows.append({"N": r.set_size, "rate": name, "ours": s[key], "± SE": s[f"{key} SE"],
-                         "paper (MNIST)": value})
-        rows.append({"N": r.set_size, "rate": "head test accuracy", "ours": s["head accuracy"],
-                     "± SE": np.nan, "paper (MNIST)": PAPER_HEAD_ACCURACY.get(r.set_size, np.nan)})
+            rows.append({"N": r.set_size, "rate": name, "ours": s[key], "± SE": s[f"{key} SE"], column: value})
+        rows.append({"N": r.set_size, "rate": "head test accuracy", "ours": s["head accuracy"], "± SE": np.nan,
+                     column: PAPER_HEAD_ACCURACY[experiment].get(r.set_size, np.nan)})
     return pd.DataFrame(rows)
+
+
+def training_curves(results: list[AttackResult]) -> pd.DataFrame:
+    """Fig. 3c's counterpart: one row per ``N`` and pass over the training heads of a run made with ``curves=True``,
+    with the reconstructor's Adam steps so far, its training loss (Eq. (3), the mean over the pass while the weights
+    changed), the validation heads' loss and their TPR at FPR = 0.01."""
+    frames = []
+    for r in results:
+        if "validation loss" not in r.history:
+            raise ValueError(f"the run at N = {r.set_size} has no validation curves; allowed: runs made with "
+                             "run_attack(..., curves=True)")
+        frames.append(pd.DataFrame({"N": r.set_size, "steps": r.history["steps"], "training loss": r.history["loss"],
+                                    "validation loss": r.history["validation loss"],
+                                    "TPR@FPR=0.01": r.history["TPR@FPR=0.01"]}))
+    return pd.concat(frames, ignore_index=True)
 
 
 @torch.no_grad()
@@ -644,20 +675,25 @@ def clipping_sweep(cfg: Settings, pool: Pools, extractor: Extractor, norms: tupl
     return pd.DataFrame(rows)
 
 
-def dp_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: AttackResult,
-             progress: bool = False) -> pd.DataFrame:
+def dp_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: AttackResult, *, examples: int = 1,
+             progress: bool = False) -> tuple[pd.DataFrame, dict]:
     """Section 4 (Fig. 4) for ``N = cfg.dp_set_size``: for every noise multiplier, every head (training and
     validation shadow heads) is re-trained with DP-SGD and a fresh reconstructor is trained on them; one row per
     noise level with epsilon (PRV and RDP at the code's q = 1/2, and PRV at the stated q), the heads' test accuracy,
-    TPR*, FPR* and TPR at FPR = 0.01.  ``reference`` (the non-private attack at the same ``N``) is the first row."""
+    TPR*, FPR* and TPR at FPR = 0.01.  ``reference`` (the non-private attack at the same ``N``) is the first row.
+    Also returns Figs. 5 and 16's counterpart: per noise multiplier (0 for the reference), the
+    :func:`reconstruction_examples` of the first ``examples`` validation heads (the same sets at every noise level;
+    the reference's are its own)."""
     recipe = HeadRecipe.of(cfg.dataset, cfg.dp_set_size, cfg.init_std)
     rows = [{"noise multiplier": 0.0, "eps_prv": math.inf, "eps_rdp": math.inf, "eps_prv_stated_q": math.inf,
              **_rates_row(reference)}]
+    shown = {0.0: reconstruction_examples(reference, pool, heads=examples)}
     for sigma in cfg.dp_noise_multipliers:
         result = run_attack(cfg, pool, extractor, set_size=cfg.dp_set_size, shadow_train=cfg.dp_shadow_train,
                             noise_multiplier=sigma, steps=cfg.dp_reconstructor_steps, progress=progress)
         rows.append({"noise multiplier": sigma, **epsilons(recipe, sigma), **_rates_row(result)})
-    return pd.DataFrame(rows)
+        shown[sigma] = reconstruction_examples(result, pool, heads=examples)
+    return pd.DataFrame(rows), shown
 
 
 def _rates_row(result: AttackResult) -> dict[str, float]:
