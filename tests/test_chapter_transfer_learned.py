@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
+from compendium import train
 from compendium.chapters import transfer_learned as chapter
 
 
@@ -168,6 +169,30 @@ def test_dp_sweep_rows_and_reconstructions_per_noise_level(tiny_attack):
         assert recon.shape == nearest.shape == (20, 1, 8, 8) and hit.shape == (20,)
     expected = chapter.reconstruction_examples(reference, pool, heads=2)
     assert all(torch.equal(a, b) for a, b in zip(shown[0.0], expected))
+
+
+def test_binary_heads_attack_and_their_recipe(tiny_attack):
+    """Section 3.2, point 4: Table 6's recipe, the even/odd targets, the binary heads' flattened weights
+    (8 (F + 2) + 1 = 529 on 64 features), their accuracy on their own task, and the ordered variant changing only
+    the order of the hidden units."""
+    recipe = chapter.HeadRecipe.of("digits", 10, binary=True)
+    assert (recipe.hidden, recipe.lr, recipe.weight_decay, recipe.epochs) == (8, 0.1, 1e-4, 32)
+    assert chapter.HeadRecipe.of("cifar10", 40, binary=True).epochs == 78
+    assert recipe.targets(torch.arange(10)).tolist() == [0, 1, 0, 1, 0, 1, 0, 1, 0, 1]
+    assert recipe.dim(64) == 529 and chapter.HeadRecipe(10).dim(64) == 650
+    cfg, pool, extractor, _ = tiny_attack
+    raw = chapter.run_attack(cfg, pool, extractor, set_size=20, binary=True, progress=False)
+    ordered = chapter.run_attack(cfg, pool, extractor, set_size=20, binary=True, canonical=True, progress=False)
+    assert raw.val_weights.shape == (16, 529) and torch.equal(raw.val_sets, ordered.val_sets)
+    assert 0.6 < raw.head_accuracy <= 1 and raw.head_accuracy == ordered.head_accuracy
+    features = extractor.pool_features(pool)[1][:50]
+    heads = [train.BinaryHeads.unflatten((r.val_weights.double() * r.statistics.std + r.statistics.mean).float(), 64)
+             for r in (raw, ordered)]
+    torch.testing.assert_close(heads[1].logits(features), heads[0].logits(features), rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="canonical=True without binary=True"):
+        chapter.run_attack(cfg, pool, extractor, set_size=20, canonical=True)
+    with pytest.raises(ValueError, match="binary=True with a noise_multiplier"):
+        chapter.run_attack(cfg, pool, extractor, set_size=20, binary=True, noise_multiplier=1.0)
 
 
 def test_head_accuracy_of_flattened_weights():

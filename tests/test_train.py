@@ -233,3 +233,70 @@ def test_linear_heads_refuse_bad_input(kwargs, message):
                    generator=torch.Generator().manual_seed(0), device="cpu") | kwargs
     with pytest.raises(ValueError, match=message):
         train.fit_linear_heads(x, y, **options)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# fit_binary_heads: Table 6's two-layer binary heads, batched
+# ---------------------------------------------------------------------------------------------------------------
+def test_binary_heads_equal_one_torch_sgd_per_head():
+    """K two-layer heads at once equal K nn.Sequential(Linear, ReLU, Linear) heads trained by
+    torch.optim.SGD(weight_decay) on BCEWithLogitsLoss(pos_weight), from the same initial weights (W1, then w2)."""
+    K, N, F, H = 3, 10, 6, 4
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(K, N, F, generator=g)
+    y = (torch.rand(K, N, generator=g) < 0.4).float()
+    heads = train.fit_binary_heads(x, y, hidden=H, steps=7, lr=0.3, weight_decay=1e-2, init_std=0.5,
+                                   generator=torch.Generator().manual_seed(1), pos_weight=3.0, device="cpu")
+    init = torch.Generator().manual_seed(1)
+    w1, w2 = torch.randn(K, H, F, generator=init) * 0.5, torch.randn(K, H, generator=init) * 0.5
+    for k in range(K):
+        net = nn.Sequential(nn.Linear(F, H), nn.ReLU(), nn.Linear(H, 1))
+        with torch.no_grad():
+            net[0].weight.copy_(w1[k])
+            net[2].weight.copy_(w2[k][None])
+            net[0].bias.zero_()
+            net[2].bias.zero_()
+        opt = torch.optim.SGD(net.parameters(), lr=0.3, weight_decay=1e-2)
+        loss = nn.BCEWithLogitsLoss(pos_weight=torch.tensor(3.0))
+        for _ in range(7):
+            opt.zero_grad()
+            loss(net(x[k])[:, 0], y[k]).backward()
+            opt.step()
+        expected = torch.cat([p.detach().flatten() for p in net.parameters()])
+        torch.testing.assert_close(heads.flat()[k], expected, rtol=1e-5, atol=1e-6)
+
+
+def test_binary_heads_flatten_order_and_canonical_form():
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(4, 12, 5, generator=g)
+    y = (x[..., 0] > 0).float()
+    heads = train.fit_binary_heads(x, y, hidden=6, steps=300, lr=0.5, weight_decay=0.0, init_std=0.3,
+                                   generator=torch.Generator().manual_seed(0), device="cpu")
+    flat = heads.flat()
+    assert flat.shape == (4, 6 * 5 + 2 * 6 + 1)
+    assert torch.equal(train.BinaryHeads.unflatten(flat, 5).flat(), flat)
+    own = torch.stack([heads.accuracy(x[k], y[k])[k] for k in range(4)])
+    assert (own >= 0.9).all(), own  # every head learns its own set
+    canonical = heads.canonical()
+    assert (canonical.w2.diff(dim=1) >= 0).all()  # hidden units in increasing output weight
+    torch.testing.assert_close(canonical.logits(x[0]), heads.logits(x[0]))  # the same function
+    with pytest.raises(ValueError, match="H \\* 5"):
+        train.BinaryHeads.unflatten(flat[:, :-1], 5)
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(targets=torch.full((2, 3), 2.0)), "0/1 values"),
+    (dict(hidden=0), "hidden=0"),
+    (dict(pos_weight=0.0), "pos_weight=0.0"),
+])
+def test_binary_heads_refuse_bad_input(change, message):
+    options = dict(features=torch.zeros(2, 3, 4), targets=torch.zeros(2, 3), hidden=2, steps=1, lr=0.1,
+                   weight_decay=0.0, init_std=0.1, generator=torch.Generator().manual_seed(0), device="cpu") | change
+    with pytest.raises(ValueError, match=message):
+        train.fit_binary_heads(**options)
+
+
+def test_fused_adam_refused_for_sgd():
+    with pytest.raises(ValueError, match="fused=True"):
+        train.fit(nn.Linear(2, 1), lambda net, b: net(b[0]).sum(), (torch.zeros(4, 2),), epochs=1, optimizer="sgd",
+                  fused=True, progress=False)

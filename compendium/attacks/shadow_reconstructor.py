@@ -183,7 +183,7 @@ def train_reconstructor(model: nn.Module, weights: torch.Tensor, sets: torch.Ten
 
     return train.fit(model, loss_fn, (weights, sets), epochs=epochs, optimizer="adam", lr=lr, weight_decay=0.0,
                      batch_size=batch_size, generator=generator, device=device, progress=progress,
-                     desc="reconstructor", on_epoch=on_epoch)
+                     desc="reconstructor", on_epoch=on_epoch, fused=True)
 
 
 # ---------------------------------------------------------------------------------------------------------------

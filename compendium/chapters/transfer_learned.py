@@ -50,6 +50,17 @@ DATASETS = {
     "mnist": dict(init_std=0.002, lr=0.01, weight_decay=1e-5, epochs_offset=26, epochs_per_five=3),
     "cifar10": dict(init_std=0.002, lr=0.01, weight_decay=1e-4, epochs_offset=38, epochs_per_five=5),
 }
+#: Table 6's binary heads (Section 3.2, point 4): FC(8) -> ReLU -> FC(1) with BCE, trained on a two-way split of the
+#: ten classes (label 1: ``positive_classes``): even / odd digits for MNIST (and the digits), vehicles {airplane,
+#: automobile, ship, truck} against animals for CIFAR-10.
+BINARY_TASKS = {
+    "digits": dict(init_std=0.002, lr=0.1, weight_decay=1e-4, epochs_offset=26, epochs_per_five=3, hidden=8,
+                   positive_classes=(1, 3, 5, 7, 9)),
+    "mnist": dict(init_std=0.002, lr=0.1, weight_decay=1e-4, epochs_offset=26, epochs_per_five=3, hidden=8,
+                  positive_classes=(1, 3, 5, 7, 9)),
+    "cifar10": dict(init_std=0.002, lr=0.05, weight_decay=1e-4, epochs_offset=38, epochs_per_five=5, hidden=8,
+                    positive_classes=(0, 1, 8, 9)),
+}
 RECONSTRUCTORS = ("mlp", "residual")
 #: The paper's Table 1 (MNIST, CIFAR, CelebA rows) and defended epsilons of Section 4 (gamma = 0.015).
 PAPER_TABLE1 = {
@@ -66,19 +77,21 @@ SCALES = {
     "ci": dict(dataset="digits", data_dir="data", shadow_dir=None, reconstructor="mlp", extractor_checkpoint=None,
                set_sizes=(10, 40), shadow_train=4000, shadow_val=200, reconstructor_steps=3000,
                unconditional_steps=500, hidden=512, extractor_epochs=60, extractor_hidden=64, init_std=0.002,
-               shadow_counts=(), init_stds=(), dp_set_size=10, dp_noise_multipliers=(8.0,), dp_max_grad_norm=10.0,
+               shadow_counts=(), init_stds=(), binary_variants=(), dp_set_size=10, dp_noise_multipliers=(8.0,),
+               dp_max_grad_norm=10.0,
                dp_shadow_train=2000, dp_reconstructor_steps=1000),
     "book": dict(dataset="digits", data_dir="data", shadow_dir=None, reconstructor="mlp", extractor_checkpoint=None,
                  set_sizes=(10, 40), shadow_train=20_000, shadow_val=1000, reconstructor_steps=10_000,
                  unconditional_steps=10_000, hidden=512, extractor_epochs=60, extractor_hidden=64, init_std=0.002,
-                 shadow_counts=(1000, 5000), init_stds=(0.2,), dp_set_size=10,
+                 shadow_counts=(1000, 5000), init_stds=(0.2,), binary_variants=(False, True), dp_set_size=10,
                  dp_noise_multipliers=(0.25, 0.5, 1.0, 2.0), dp_max_grad_norm=10.0, dp_shadow_train=5000,
                  dp_reconstructor_steps=4000),
     "paper": dict(dataset="mnist", data_dir="data", shadow_dir="data/transfer-learned-shadow-heads",
                   reconstructor="residual", extractor_checkpoint=None, set_sizes=(10, 40), shadow_train=2_560_000,
                   shadow_val=10_000, reconstructor_steps=1_000_000, unconditional_steps=1_000_000, hidden=256,
                   extractor_epochs=50, extractor_hidden=256, init_std=0.002,
-                  shadow_counts=(10_000, 100_000, 1_000_000), init_stds=(0.0002, 0.02, 0.2), dp_set_size=10,
+                  shadow_counts=(10_000, 100_000, 1_000_000), init_stds=(0.0002, 0.02, 0.2),
+                  binary_variants=(False, True), dp_set_size=10,
                   dp_noise_multipliers=(0.435, 0.6, 0.85, 1.23, 1.82), dp_max_grad_norm=4.0,
                   dp_shadow_train=2_560_000, dp_reconstructor_steps=1_000_000),
 }
@@ -101,7 +114,9 @@ class Settings(_Settings):
     Algorithm 2's unconditional reconstructor (Section 3.2, point 3; fewer than the main run's only at ``ci``);
     ``extractor_epochs`` / ``extractor_hidden`` the feature extractor's training and feature dimension;
     ``init_std`` the heads' initialisation (Table 3: 0.002); ``shadow_counts`` and ``init_stds`` the extra values of
-    the two factors of Section 3.2 (Fig. 3a, 3b) run at ``N = 10`` (none at ``ci``); ``dp_*`` the DP-SGD sweep of Section 4 (Fig. 4):
+    the two factors of Section 3.2 (Fig. 3a, 3b) run at ``N = 10`` (none at ``ci``); ``binary_variants`` the attacks
+    on Table 6's binary heads at ``N = 10`` (Section 3.2, point 4), each ``False`` (the raw weights) or ``True``
+    (hidden units ordered; none at ``ci``); ``dp_*`` the DP-SGD sweep of Section 4 (Fig. 4):
     set size, noise multipliers, clipping norm (Section 4: 4.0 for MNIST, 1.2 for CIFAR), number of training shadow
     heads and reconstructor steps per noise level.
     """
@@ -122,6 +137,7 @@ class Settings(_Settings):
     init_std: float
     shadow_counts: tuple[int, ...]
     init_stds: tuple[float, ...]
+    binary_variants: tuple[bool, ...]
     dp_set_size: int
     dp_noise_multipliers: tuple[float, ...]
     dp_max_grad_norm: float
@@ -155,6 +171,8 @@ class Settings(_Settings):
             validation.integer("shadow_counts", k, minimum=2)
         for std in self.init_stds:
             validation.positive("init_stds", std)
+        if not all(isinstance(v, bool) for v in self.binary_variants):
+            raise ValueError(f"binary_variants={self.binary_variants!r}; allowed: a tuple of True / False")
         validation.grid("dp_noise_multipliers", self.dp_noise_multipliers, what="noise multipliers")
         validation.positive("dp_max_grad_norm", self.dp_max_grad_norm)
         validation.integer("dp_shadow_train", self.dp_shadow_train, minimum=2)
@@ -192,13 +210,25 @@ class HeadRecipe:
     weight_decay: float = 1e-5
     epochs_offset: int = 26
     epochs_per_five: int = 3
+    hidden: int = 0  # 0: Table 3's linear softmax head; H: Table 6's FC(H) -> ReLU -> FC(1) binary head
+    positive_classes: tuple[int, ...] = ()  # a binary head's class 1
 
     @classmethod
-    def of(cls, dataset: str, set_size: int, init_std: float | None = None) -> "HeadRecipe":
-        row = dict(DATASETS[validation.choice("dataset", dataset, tuple(DATASETS))])
+    def of(cls, dataset: str, set_size: int, init_std: float | None = None, binary: bool = False) -> "HeadRecipe":
+        """Table 3's row for ``dataset`` (Table 6's binary task with ``binary``), ``init_std`` replaced if given."""
+        table = BINARY_TASKS if binary else DATASETS
+        row = dict(table[validation.choice("dataset", dataset, tuple(table))])
         if init_std is not None:
             row["init_std"] = init_std
         return cls(set_size, **row)
+
+    def dim(self, features: int) -> int:
+        """The number of a head's parameters on ``features`` inputs: ``10 (F + 1)`` or ``H (F + 2) + 1``."""
+        return self.hidden * (features + 2) + 1 if self.hidden else NUM_CLASSES * (features + 1)
+
+    def targets(self, labels: torch.Tensor) -> torch.Tensor:
+        """A binary head's 0/1 targets of class ``labels`` (1 for :attr:`positive_classes`)."""
+        return torch.isin(labels, torch.tensor(self.positive_classes, device=labels.device)).float()
 
     @property
     def epochs(self) -> int:
@@ -363,7 +393,7 @@ def feature_extractor(cfg: Settings, pool: Pools, progress: bool = False) -> Ext
 def shadow_heads(features: torch.Tensor, labels: torch.Tensor, recipe: HeadRecipe, *, count: int,
                  generator: torch.Generator, device: str = "auto", noise_multiplier: float | None = None,
                  max_grad_norm: float | None = None, shard_size: int | None = None,
-                 store: str | Path | None = None, fingerprint: dict | None = None,
+                 store: str | Path | None = None, fingerprint: dict | None = None, canonical: bool = False,
                  progress: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """Algorithm 1 for ``count`` heads, ``shard_size`` at a time (each shard one batched computation): balanced sets
     of ``N = recipe.set_size`` pool indices (count, 10, M) and the trained heads' flattened weights (count, D), by the
@@ -374,20 +404,31 @@ def shadow_heads(features: torch.Tensor, labels: torch.Tensor, recipe: HeadRecip
 
     With ``store`` (a folder) the shards are written to disk as they come (:class:`ShadowWriter`; ``fingerprint``
     names the run, and an interrupted run resumes) and the returned tensors are memory-mapped from the files, so
-    that the paper's 2.56 million heads are never held in memory."""
+    that the paper's 2.56 million heads are never held in memory.  ``canonical`` orders a binary head's hidden
+    units by their output weight (:meth:`compendium.train.BinaryHeads.canonical`), the adversary's choice of one of
+    the equivalent orderings, before the weights are flattened."""
+    if canonical and not recipe.hidden:
+        raise ValueError("canonical=True; allowed only with a binary head recipe (hidden units to order)")
+    if recipe.hidden and noise_multiplier is not None:
+        raise ValueError("noise_multiplier with a binary head recipe; allowed: DP-SGD for the linear heads only "
+                         "(Section 4 trains those)")
     if shard_size is None:
         shard_size = max(1, min(SHARD_SIZE, SHARD_BYTES // (4 * recipe.set_size * features.shape[1])))
-    options = dict(num_classes=NUM_CLASSES, lr=recipe.lr, weight_decay=recipe.weight_decay,
-                   init_std=recipe.init_std, generator=generator, device=device)
-    if noise_multiplier is None:
+    options = dict(lr=recipe.lr, weight_decay=recipe.weight_decay, init_std=recipe.init_std, generator=generator,
+                   device=device)
+    if recipe.hidden:
+        options.update(steps=recipe.epochs, hidden=recipe.hidden)
+    elif noise_multiplier is None:
         options["steps"] = recipe.epochs
     else:
         options.update(steps=recipe.dp_steps, noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm,
                        sample_rate=DP_SAMPLE_RATE)
+    if not recipe.hidden:
+        options["num_classes"] = NUM_CLASSES
     per_class = recipe.set_size // NUM_CLASSES
     writer = None if store is None else ShadowWriter(
-        store, count=count, dim=NUM_CLASSES * (features.shape[1] + 1), set_shape=(NUM_CLASSES, per_class),
-        fingerprint={"recipe": dataclasses.asdict(recipe), "noise_multiplier": noise_multiplier,
+        store, count=count, dim=recipe.dim(features.shape[1]), set_shape=(NUM_CLASSES, per_class),
+        fingerprint={"recipe": dataclasses.asdict(recipe), "canonical": canonical, "noise_multiplier": noise_multiplier,
                      "max_grad_norm": max_grad_norm, "shard_size": shard_size, **(fingerprint or {})},
         generator=generator)
     done = 0 if writer is None else writer.written
@@ -397,7 +438,11 @@ def shadow_heads(features: torch.Tensor, labels: torch.Tensor, recipe: HeadRecip
         shard = attack.balanced_sets(labels, per_class=per_class, count=min(shard_size, count - start),
                                      num_classes=NUM_CLASSES, generator=generator)
         flat = shard.flatten(1)
-        trained = train.fit_linear_heads(features[flat], labels[flat], **options).flat().cpu()
+        if recipe.hidden:
+            heads = train.fit_binary_heads(features[flat], recipe.targets(labels[flat]), **options)
+            trained = (heads.canonical() if canonical else heads).flat().cpu()
+        else:
+            trained = train.fit_linear_heads(features[flat], labels[flat], **options).flat().cpu()
         if writer is None:
             sets.append(shard)
             weights.append(trained)
@@ -446,12 +491,18 @@ class AttackResult:
                 "head accuracy": self.head_accuracy, **fits}
 
 
-def head_accuracy(weights: torch.Tensor, features: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Test accuracy (K,) of heads given by their flattened weights (K, 10 F + 10) on ``features`` (B, F)."""
+def head_accuracy(weights: torch.Tensor, features: torch.Tensor, labels: torch.Tensor,
+                  recipe: HeadRecipe | None = None) -> torch.Tensor:
+    """Test accuracy (K,) of heads given by their flattened weights (K, 10 F + 10), or of a binary ``recipe``'s
+    heads (K, H (F + 2) + 1) on its two-way task, on ``features`` (B, F) with class ``labels`` (B,)."""
     F = features.shape[1]
-    return torch.cat([train.LinearHeads(w[:, :NUM_CLASSES * F].reshape(-1, NUM_CLASSES, F),
-                                        w[:, NUM_CLASSES * F:]).accuracy(features, labels)
-                      for w in weights.split(256)])  # 256 heads at a time: 10,000 x 10,000 logits would be 4 GB
+    if recipe is not None and recipe.hidden:
+        heads = lambda w: train.BinaryHeads.unflatten(w, F)
+        labels = recipe.targets(labels)
+    else:
+        heads = lambda w: train.LinearHeads(w[:, :NUM_CLASSES * F].reshape(-1, NUM_CLASSES, F), w[:, NUM_CLASSES * F:])
+    # 256 heads at a time: 10,000 x 10,000 logits would be 4 GB
+    return torch.cat([heads(w).accuracy(features, labels) for w in weights.split(256)])
 
 
 def phi_fits(result: AttackResult) -> dict[str, float]:
@@ -465,7 +516,8 @@ def phi_fits(result: AttackResult) -> dict[str, float]:
 
 def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: int, shadow_train: int | None = None,
                init_std: float | None = None, noise_multiplier: float | None = None, steps: int | None = None,
-               conditional: bool = True, curves: bool = False, progress: bool = True) -> AttackResult:
+               conditional: bool = True, binary: bool = False, canonical: bool = False, curves: bool = False,
+               progress: bool = True) -> AttackResult:
     """The whole attack for one ``N``: Algorithm 1 on the training pool (``shadow_train`` heads) and on the validation
     pool (``cfg.shadow_val`` heads), the weight statistics, the conditional reconstructor trained with Eq. (3) for
     ``steps`` Adam steps (default ``cfg.reconstructor_steps``, rounded up to whole passes over the heads), and
@@ -473,7 +525,10 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
     ``set_size``, so the same arguments give the same numbers.  With ``noise_multiplier`` every head (the adversary's
     shadow heads too, as in Section 4) is trained with DP-SGD at clipping norm ``cfg.dp_max_grad_norm``.  With
     ``conditional=False`` the reconstructor is Algorithm 2's unconditional ``R(theta)`` on the same heads, scored
-    against whole sets (Section 3.2, point 3).  With ``curves`` the reconstructor is scored after every pass over
+    against whole sets (Section 3.2, point 3).  With ``binary`` the heads are Table 6's two-layer binary heads
+    (:data:`BINARY_TASKS`), attacked with the same 10-class conditional reconstructor (Section 3.2, point 4), and
+    with ``canonical`` their hidden units ordered by output weight before the attack sees them (ours).  With
+    ``curves`` the reconstructor is scored after every pass over
     the heads (Fig. 3c, :func:`training_curves`): the validation heads' Eq. (3) loss and TPR at FPR = 0.01, the latter
     against surrogate draws from a generator of their own, so that the run's numbers do not change."""
     validation.integer("set_size", set_size, minimum=NUM_CLASSES)
@@ -483,7 +538,12 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
                                                                                      minimum=2)
     steps = cfg.reconstructor_steps if steps is None else validation.integer("steps", steps)
     recipe = HeadRecipe.of(cfg.dataset, set_size,
-                           cfg.init_std if init_std is None else validation.positive("init_std", init_std))
+                           cfg.init_std if init_std is None else validation.positive("init_std", init_std),
+                           binary=binary)
+    if binary and noise_multiplier is not None:
+        raise ValueError("binary=True with a noise_multiplier; allowed: DP-SGD for the linear heads only")
+    if canonical and not binary:
+        raise ValueError("canonical=True without binary=True; allowed: ordering the hidden units of binary heads")
     dp_options = {} if noise_multiplier is None else dict(noise_multiplier=validation.number(
         "noise_multiplier", noise_multiplier, at_least=0.0), max_grad_norm=cfg.dp_max_grad_norm)
     perceptual = metrics.lpips_network("vgg", resolve_device(cfg.device)) if cfg.dataset == "cifar10" else None
@@ -496,16 +556,18 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
     store, fingerprint = None, None
     if cfg.shadow_dir is not None:  # a stored run is tied to the exact features and labels it was trained on
         store = _in_repository(cfg.shadow_dir) / (
-            f"{cfg.dataset}-N{set_size}-K{shadow_train}-std{recipe.init_std:g}-sigma{noise_multiplier}-seed{cfg.seed}")
+            f"{cfg.dataset}{'-binary' if binary else ''}{'-canonical' if canonical else ''}-N{set_size}"
+            f"-K{shadow_train}-std{recipe.init_std:g}"
+            f"-sigma{noise_multiplier}-seed{cfg.seed}")
         digest = hashlib.sha256(feats_train.numpy().tobytes() + train_y.numpy().tobytes()).hexdigest()[:16]
         fingerprint = {"dataset": cfg.dataset, "seed": cfg.seed, "features": digest}
     train_sets, train_weights = shadow_heads(feats_train, train_y, recipe, count=shadow_train, generator=generator,
                                            device=cfg.device, store=store, progress=progress,
-                                           fingerprint=fingerprint, **dp_options)
+                                           fingerprint=fingerprint, canonical=canonical, **dp_options)
     val_sets, val_weights = shadow_heads(feats_val, val_y, recipe, count=cfg.shadow_val, generator=generator,
-                                       device=cfg.device, **dp_options)
+                                       device=cfg.device, canonical=canonical, **dp_options)
     seconds["shadow heads"] = time.perf_counter() - start
-    accuracy = head_accuracy(val_weights, feats_val, val_y)
+    accuracy = head_accuracy(val_weights, feats_val, val_y, recipe)
 
     statistics = attack.WeightStatistics.fit(train_weights)
     val_w = statistics.standardise(val_weights)
@@ -732,3 +794,18 @@ def factor_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: At
             cfg, pool, extractor, set_size=10, init_std=std, progress=progress)
         rows.append({"factor": "init std", "value": std, **_rates_row(result)})
     return pd.DataFrame(rows)
+
+
+def binary_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: AttackResult,
+                 progress: bool = False) -> pd.DataFrame:
+    """Section 3.2, point 4 at ``N = 10``: the attack on Table 6's binary heads (even / odd digits; vehicles / animals
+    for CIFAR-10) with the 10-class conditional reconstructor, once per entry of ``cfg.binary_variants`` (``True``:
+    hidden units ordered by output weight first), beside ``reference``, the 10-class heads' attack; one row per run
+    with the rates and the heads' test accuracy on their own task."""
+    rows = [{"heads": "10-class (Table 3)", **_rates_row(reference)}]
+    for canonical in cfg.binary_variants:
+        result = run_attack(cfg, pool, extractor, set_size=10, binary=True, canonical=canonical, progress=progress)
+        rows.append({"heads": "binary (Table 6), hidden units ordered" if canonical else "binary (Table 6)",
+                     **_rates_row(result)})
+    return pd.DataFrame(rows)
+
