@@ -81,9 +81,10 @@ def fit(model: nn.Module, loss_fn: LossFunction, data, *, epochs: int, optimizer
     called after every epoch with the model in ``eval()`` mode and gradients off; the values it returns join the
     history under their names (validation curves).  It must not draw from ``generator``, or it changes the run.
     ``fused=True`` takes PyTorch's fused Adam / AdamW kernel: the same update up to rounding (about 1e-8 apart after
-    50 steps), four times faster per step for the book's small CPU models, where the default multi-tensor update
-    was 40 % of a step.  Only the chapters whose numbers were re-checked with it use it (the transfer-learning
-    chapter's reconstructor); the others keep the default, on which their stated numbers rest.
+    50 steps), three times faster per step for the book's small CPU models (``benchmarks/bench.py``), where the
+    default multi-tensor update took a third of a step or more.  Only the chapters whose numbers were re-checked with
+    it use it (the transfer-learning chapter's reconstructor); the others keep the default, on which their stated
+    numbers rest.
     """
     if fused and optimizer == "sgd":
         raise ValueError("fused=True; allowed only with optimizer 'adam' or 'adamw'")
