@@ -415,8 +415,8 @@ class BinaryHeads:
     @classmethod
     def unflatten(cls, flat: torch.Tensor, features: int) -> "BinaryHeads":
         """The inverse of :meth:`flat` for heads on ``features`` inputs."""
-        hidden = (flat.shape[1] - 1) // (features + 2)
-        if flat.ndim != 2 or hidden * (features + 2) + 1 != flat.shape[1]:
+        hidden = (flat.shape[-1] - 1) // (features + 2)
+        if flat.ndim != 2 or hidden < 1 or hidden * (features + 2) + 1 != flat.shape[1]:
             raise ValueError(f"weights of shape {tuple(flat.shape)}; allowed: (K, H * {features} + 2 H + 1)")
         w1, b1, w2, b2 = flat.split([hidden * features, hidden, hidden, 1], dim=1)
         return cls(w1.reshape(-1, hidden, features), b1, w2, b2[:, 0])
@@ -491,4 +491,3 @@ def fit_binary_heads(features: torch.Tensor, targets: torch.Tensor, *, hidden: i
         w2.mul_(decay).sub_(grad_w2, alpha=lr)
         b2.mul_(decay).sub_(grad_b2, alpha=lr)
     return BinaryHeads(w1, b1, w2, b2)
-

@@ -195,6 +195,28 @@ def test_binary_heads_attack_and_their_recipe(tiny_attack):
         chapter.run_attack(cfg, pool, extractor, set_size=20, binary=True, noise_multiplier=1.0)
 
 
+def test_binary_sweep_rows_beside_the_papers_rates(tiny_attack):
+    cfg, pool, extractor, reference = tiny_attack
+    small = chapter.settings("ci", "cpu", shadow_train=256, shadow_val=16, reconstructor_steps=40,
+                             binary_variants=(False, True))
+    table = chapter.binary_sweep(small, pool, extractor, reference)
+    assert list(table["heads"]) == ["10-class (Table 3)", "binary (Table 6)", "binary (Table 6), hidden units ordered"]
+    assert table["paper TPR*"].iloc[:2].tolist() == [0.636, 0.461] and table["paper FPR*"].iloc[1] == 0.018
+    assert np.isnan(table["paper TPR*"].iloc[2]) and table["TPR*"].iloc[0] == reference.summary()["TPR*"]
+    assert table["head accuracy"].iloc[1] == table["head accuracy"].iloc[2]  # the same heads, reordered
+
+
+def test_reconstruction_grid_rows_and_frames(tiny_attack):
+    _, pool, _, result = tiny_attack
+    recon, nearest, hit = chapter.reconstruction_examples(result, pool, heads=2)
+    rows = {f"head {h + 1}": row for h, row in enumerate(zip(recon.split(10), nearest.split(10), hit.split(10)))}
+    fig = chapter.reconstruction_grid(rows, title="t")
+    assert len(fig.axes) == 40 and [ax.get_ylabel() for ax in fig.axes[::10]] == ["head 1", "nearest", "head 2",
+                                                                                  "nearest"]
+    framed = [ax.spines["top"].get_linewidth() == 3 for ax in fig.axes]
+    assert framed[:10] == hit[:10].tolist() and not any(framed[10:20])
+
+
 def test_head_accuracy_of_flattened_weights():
     features = torch.eye(10)
     labels = torch.arange(10)

@@ -22,6 +22,7 @@ Images are in the paper's range [-1, 1] here (``X / 127.5 - 1``), so that MSEs, 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import torch
@@ -150,7 +151,8 @@ def train_reconstructor(model: nn.Module, weights: torch.Tensor, sets: torch.Ten
                         epochs: int, generator: torch.Generator, statistics: WeightStatistics | None = None,
                         perceptual: nn.Module | None = None, conditional: bool = True, alpha: float = 100.0,
                         lr: float = 2e-4, batch_size: int = 32, device: str = "auto", progress: bool = True,
-                        on_epoch=None) -> dict[str, list[float]]:
+                        on_epoch: Callable[[nn.Module], dict[str, float]] | None = None
+                        ) -> dict[str, list[float]]:
     """Train the conditional reconstructor (Section 3.1) through :func:`compendium.train.fit`: Adam (lr 2e-4, batches
     of 32 shadow models), each batch element with a class ``c`` drawn uniformly, input ``(theta_k, onehot(c))``,
     loss Eq. (3) over the ``M`` class-``c`` images of ``D_k``.  ``weights`` (K, D) are the shadow weights, standardised

@@ -31,7 +31,7 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from compendium import data, dp, metrics, models, train, validation
+from compendium import data, dp, metrics, models, plotting, train, validation
 from compendium.attacks import shadow_reconstructor as attack
 from compendium.attacks.shadow_store import ShadowStore, ShadowWriter
 from compendium.base import repository_root, resolve_device
@@ -70,6 +70,8 @@ PAPER_TABLE1 = {
 }
 PAPER_HEAD_ACCURACY = {"MNIST": {10: 0.812, 40: 0.920}, "CIFAR": {10: 0.587, 40: 0.794}}  # Table 4
 PAPER_ROW = {"digits": "MNIST", "mnist": "MNIST", "cifar10": "CIFAR"}  # the paper's experiment beside each dataset
+#: Section 3.2, point 4: TPR and FPR at tau_NN of the binary heads (even / odd MNIST, animal / vehicle CIFAR), N = 10.
+PAPER_BINARY = {"MNIST": (0.461, 0.018), "CIFAR": (0.282, 0.095)}
 PAPER_DEFENDED_EPSILON = {("MNIST", 10): 7.2, ("MNIST", 40): 6.0, ("CIFAR", 10): 15.5, ("CIFAR", 40): 41.8}
 GAMMA = 0.015
 
@@ -78,8 +80,7 @@ SCALES = {
                set_sizes=(10, 40), shadow_train=4000, shadow_val=200, reconstructor_steps=3000,
                unconditional_steps=500, hidden=512, extractor_epochs=60, extractor_hidden=64, init_std=0.002,
                shadow_counts=(), init_stds=(), binary_variants=(), dp_set_size=10, dp_noise_multipliers=(8.0,),
-               dp_max_grad_norm=10.0,
-               dp_shadow_train=2000, dp_reconstructor_steps=1000),
+               dp_max_grad_norm=10.0, dp_shadow_train=2000, dp_reconstructor_steps=1000),
     "book": dict(dataset="digits", data_dir="data", shadow_dir=None, reconstructor="mlp", extractor_checkpoint=None,
                  set_sizes=(10, 40), shadow_train=20_000, shadow_val=1000, reconstructor_steps=10_000,
                  unconditional_steps=10_000, hidden=512, extractor_epochs=60, extractor_hidden=64, init_std=0.002,
@@ -417,19 +418,17 @@ def shadow_heads(features: torch.Tensor, labels: torch.Tensor, recipe: HeadRecip
     options = dict(lr=recipe.lr, weight_decay=recipe.weight_decay, init_std=recipe.init_std, generator=generator,
                    device=device)
     if recipe.hidden:
-        options.update(steps=recipe.epochs, hidden=recipe.hidden)
+        options.update(hidden=recipe.hidden, steps=recipe.epochs)
     elif noise_multiplier is None:
-        options["steps"] = recipe.epochs
+        options.update(num_classes=NUM_CLASSES, steps=recipe.epochs)
     else:
-        options.update(steps=recipe.dp_steps, noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm,
-                       sample_rate=DP_SAMPLE_RATE)
-    if not recipe.hidden:
-        options["num_classes"] = NUM_CLASSES
+        options.update(num_classes=NUM_CLASSES, steps=recipe.dp_steps, noise_multiplier=noise_multiplier,
+                       max_grad_norm=max_grad_norm, sample_rate=DP_SAMPLE_RATE)
     per_class = recipe.set_size // NUM_CLASSES
     writer = None if store is None else ShadowWriter(
         store, count=count, dim=recipe.dim(features.shape[1]), set_shape=(NUM_CLASSES, per_class),
-        fingerprint={"recipe": dataclasses.asdict(recipe), "canonical": canonical, "noise_multiplier": noise_multiplier,
-                     "max_grad_norm": max_grad_norm, "shard_size": shard_size, **(fingerprint or {})},
+        fingerprint={"recipe": dataclasses.asdict(recipe), "canonical": canonical,
+                     "noise_multiplier": noise_multiplier, "max_grad_norm": max_grad_norm, "shard_size": shard_size, **(fingerprint or {})},
         generator=generator)
     done = 0 if writer is None else writer.written
     sets, weights = [], []
@@ -457,8 +456,9 @@ def shadow_heads(features: torch.Tensor, labels: torch.Tensor, recipe: HeadRecip
 @dataclass
 class AttackResult:
     """One attack (one ``N``, one recipe): the min-MSE tables ``h0``, ``h1`` (Gaussian surrogate) and ``h_prior``
-    (``H1*``), each (validation heads, 10) (one column for the unconditional reconstructor of Algorithm 2); the threshold ``tau`` (``tau_NN``); the validation heads' mean test
-    accuracy; what is needed to show reconstructions; timings."""
+    (``H1*``), each (validation heads, 10) (one column for the unconditional reconstructor of Algorithm 2); the
+    threshold ``tau`` (``tau_NN``); the validation heads' mean test accuracy; what is needed to show reconstructions;
+    timings."""
 
     set_size: int
     tau: float
@@ -500,7 +500,8 @@ def head_accuracy(weights: torch.Tensor, features: torch.Tensor, labels: torch.T
         heads = lambda w: train.BinaryHeads.unflatten(w, F)
         labels = recipe.targets(labels)
     else:
-        heads = lambda w: train.LinearHeads(w[:, :NUM_CLASSES * F].reshape(-1, NUM_CLASSES, F), w[:, NUM_CLASSES * F:])
+        heads = lambda w: train.LinearHeads(w[:, :NUM_CLASSES * F].reshape(-1, NUM_CLASSES, F),
+                                            w[:, NUM_CLASSES * F:])
     # 256 heads at a time: 10,000 x 10,000 logits would be 4 GB
     return torch.cat([heads(w).accuracy(features, labels) for w in weights.split(256)])
 
@@ -528,9 +529,9 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
     against whole sets (Section 3.2, point 3).  With ``binary`` the heads are Table 6's two-layer binary heads
     (:data:`BINARY_TASKS`), attacked with the same 10-class conditional reconstructor (Section 3.2, point 4), and
     with ``canonical`` their hidden units ordered by output weight before the attack sees them (ours).  With
-    ``curves`` the reconstructor is scored after every pass over
-    the heads (Fig. 3c, :func:`training_curves`): the validation heads' Eq. (3) loss and TPR at FPR = 0.01, the latter
-    against surrogate draws from a generator of their own, so that the run's numbers do not change."""
+    ``curves`` the reconstructor is scored after every pass over the heads (Fig. 3c, :func:`training_curves`): the
+    validation heads' Eq. (3) loss and TPR at FPR = 0.01, the latter against surrogate draws from a generator of their
+    own, so that the run's numbers do not change."""
     validation.integer("set_size", set_size, minimum=NUM_CLASSES)
     if set_size % NUM_CLASSES:
         raise ValueError(f"set_size={set_size!r}; allowed: a multiple of the {NUM_CLASSES} classes")
@@ -557,8 +558,7 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
     if cfg.shadow_dir is not None:  # a stored run is tied to the exact features and labels it was trained on
         store = _in_repository(cfg.shadow_dir) / (
             f"{cfg.dataset}{'-binary' if binary else ''}{'-canonical' if canonical else ''}-N{set_size}"
-            f"-K{shadow_train}-std{recipe.init_std:g}"
-            f"-sigma{noise_multiplier}-seed{cfg.seed}")
+            f"-K{shadow_train}-std{recipe.init_std:g}-sigma{noise_multiplier}-seed{cfg.seed}")
         digest = hashlib.sha256(feats_train.numpy().tobytes() + train_y.numpy().tobytes()).hexdigest()[:16]
         fingerprint = {"dataset": cfg.dataset, "seed": cfg.seed, "features": digest}
     train_sets, train_weights = shadow_heads(feats_train, train_y, recipe, count=shadow_train, generator=generator,
@@ -801,11 +801,25 @@ def binary_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: At
     """Section 3.2, point 4 at ``N = 10``: the attack on Table 6's binary heads (even / odd digits; vehicles / animals
     for CIFAR-10) with the 10-class conditional reconstructor, once per entry of ``cfg.binary_variants`` (``True``:
     hidden units ordered by output weight first), beside ``reference``, the 10-class heads' attack; one row per run
-    with the rates and the heads' test accuracy on their own task."""
-    rows = [{"heads": "10-class (Table 3)", **_rates_row(reference)}]
+    with the rates and the heads' test accuracy on their own task, and the paper's TPR and FPR at ``tau_NN`` (Table 1
+    and :data:`PAPER_BINARY`; the ordered heads are ours)."""
+    experiment = PAPER_ROW[cfg.dataset]
+    paper = lambda rates: {"paper TPR*": rates[0], "paper FPR*": rates[1]}
+    rows = [{"heads": "10-class (Table 3)", **_rates_row(reference), **paper(PAPER_TABLE1[experiment][10])}]
     for canonical in cfg.binary_variants:
         result = run_attack(cfg, pool, extractor, set_size=10, binary=True, canonical=canonical, progress=progress)
         rows.append({"heads": "binary (Table 6), hidden units ordered" if canonical else "binary (Table 6)",
-                     **_rates_row(result)})
+                     **_rates_row(result), **paper((np.nan, np.nan) if canonical else PAPER_BINARY[experiment])})
     return pd.DataFrame(rows)
 
+
+def reconstruction_grid(rows: dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]], title: str):
+    """The layout of Figures 1, 5, 13, 15 and 16: for every labelled row of :func:`reconstruction_examples` (one head,
+    its 10 classes), the reconstructions above the nearest of the set's images, a green frame on each success."""
+    images, labels, frames = [], [], []
+    for label, (recon, nearest, hit) in rows.items():
+        images += [recon, nearest]
+        labels += [label, "nearest"]
+        frames += [hit.tolist(), [False] * len(hit)]
+    return plotting.image_grid(torch.stack(images), labels, [str(c) for c in range(NUM_CLASSES)], title=title,
+                               size=0.62, frames=frames)
