@@ -144,9 +144,11 @@ def _head_problem(K=3, N=6, F=5, C=3, seed=0):
     return x, y
 
 
-def test_linear_heads_equal_one_torch_sgd_per_head():
-    """Full-batch GD of K heads at once equals K separate nn.Linear heads trained by torch.optim.SGD(weight_decay)
-    on cross-entropy, started from the same initial weights."""
+@pytest.mark.parametrize("min_heads", [1, 10 ** 9], ids=["heads-last", "heads-first"])
+def test_linear_heads_equal_one_torch_sgd_per_head(monkeypatch, min_heads):
+    """Full-batch GD of K heads at once, in either layout of the Gram-matrix descent, equals K separate nn.Linear
+    heads trained by torch.optim.SGD(weight_decay) on cross-entropy, started from the same initial weights."""
+    monkeypatch.setattr(train, "ELEMENTWISE_GRAM_MIN_HEADS", min_heads)
     x, y = _head_problem()
     heads = train.fit_linear_heads(x, y, num_classes=3, steps=7, lr=0.3, weight_decay=1e-2, init_std=0.5,
                                    generator=torch.Generator().manual_seed(1), device="cpu")
@@ -166,6 +168,20 @@ def test_linear_heads_equal_one_torch_sgd_per_head():
     flat = heads.flat()
     assert flat.shape == (3, 3 * 5 + 3)
     torch.testing.assert_close(flat[1], torch.cat([heads.weight[1].flatten(), heads.bias[1]]))
+
+
+def test_linear_heads_layouts_agree_on_large_logits(monkeypatch):
+    """Logits in the hundreds (exp overflows float32 from 89 on): both layouts subtract the maximum before the
+    exponential, stay finite and agree."""
+    x, y = _head_problem(K=5, N=8, F=4, C=4, seed=2)
+    options = dict(num_classes=4, steps=5, lr=1.0, weight_decay=0.0, init_std=30.0, device="cpu")
+    layouts = []
+    for min_heads in (1, 10 ** 9):
+        monkeypatch.setattr(train, "ELEMENTWISE_GRAM_MIN_HEADS", min_heads)
+        layouts.append(train.fit_linear_heads(20 * x, y, generator=torch.Generator().manual_seed(0), **options))
+    assert float(layouts[0].logits(20 * x[0]).abs().max()) > 200
+    assert torch.isfinite(layouts[0].weight).all()
+    torch.testing.assert_close(layouts[0].weight, layouts[1].weight, rtol=1e-5, atol=1e-3)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
