@@ -311,7 +311,8 @@ ELEMENTWISE_GRAM_MIN_HEADS = 2048
 def fit_linear_heads(features: torch.Tensor, labels: torch.Tensor, *, num_classes: int, steps: int, lr: float,
                      weight_decay: float, init_std: float, generator: torch.Generator,
                      noise_multiplier: float | None = None, max_grad_norm: float | None = None,
-                     sample_rate: float = 1.0, device: str = "auto", progress: bool = False) -> LinearHeads:
+                     sample_rate: float = 1.0, optimizer: str = "sgd", batch_size: int | None = None,
+                     device: str = "auto", progress: bool = False) -> LinearHeads:
     """Train ``K`` linear softmax heads at once, head ``k`` on its own ``N`` examples ``features[k]`` (K, N, F) with
     labels ``labels[k]`` (K, N): the batched variant of :func:`fit` for the transfer-learning chapter's shadow models
     (Maciazek & Allison 2025, Algorithm 1 and Appendix D.2).
@@ -321,11 +322,16 @@ def fit_linear_heads(features: torch.Tensor, labels: torch.Tensor, *, num_classe
     theta)`` on weights and biases (PyTorch's ``SGD(weight_decay=...)``):
 
     * without ``noise_multiplier``: full-batch gradient descent, ``g`` the mean gradient over the ``N`` examples
-      (one step per epoch, the paper's non-private recipe);
+      (one step per epoch, the paper's non-private recipe); with ``batch_size`` ``B`` (a divisor of ``N``),
+      mini-batch SGD instead: every ``N / B`` steps a fresh random permutation of each head's examples, cut into
+      batches of ``B``, ``g`` the batch's mean gradient (Section 3.2, point 5, uses ``B = N / 2``);
     * with ``noise_multiplier`` and ``max_grad_norm``: DP-SGD as opacus runs it (Appendix E): every example joins the
       step's batch with probability ``sample_rate`` (Poisson sampling), its gradient ``g_i`` is clipped to
       ``g_i min(1, C / (||g_i|| + 1e-6))``, Gaussian noise ``N(0, sigma^2 C^2)`` is added to their sum, and the sum is
-      divided by the expected batch size ``sample_rate * N`` (opacus' ``loss_reduction="mean"``).
+      divided by the expected batch size ``sample_rate * N`` (opacus' ``loss_reduction="mean"``);
+    * with ``optimizer="adam"``, any of these with PyTorch's ``Adam(weight_decay=...)`` update in place of SGD's:
+      ``g + weight_decay theta`` into the moments (betas 0.9, 0.999; eps 1e-8), ``theta <- theta - lr m^/(sqrt(v^) +
+      eps)`` with the bias-corrected moments (Section 3.2, point 5: "Adam instead of SGD", same lr and weight decay).
 
     All ``K`` heads run as one batched computation (batched matmuls over heads): the gradient of a linear softmax head
     is exact in closed form, ``dL/dW = (softmax(z) - onehot(y))^T x``, and a per-example gradient's norm is
@@ -333,8 +339,8 @@ def fit_linear_heads(features: torch.Tensor, labels: torch.Tensor, *, num_classe
     own Linear grad sampler forms them; the test suite checks the two updates agree).  Without DP the weights stay
     in the span of the initial weights and the examples, and the steps run on the ``N x N`` Gram matrices, with the
     heads as the last dimension when there are many heads of few examples each (:data:`ELEMENTWISE_GRAM_MAX_N`,
-    :data:`ELEMENTWISE_GRAM_MIN_HEADS`).  The initial weights, the batch masks and the noise are drawn from
-    ``generator`` (on its device) in that order, step by step.
+    :data:`ELEMENTWISE_GRAM_MIN_HEADS`).  The initial weights, the batch masks (or permutations) and the noise are
+    drawn from ``generator`` (on its device) in that order, step by step.
     """
     if not (isinstance(features, torch.Tensor) and features.ndim == 3 and features.dtype.is_floating_point):
         raise ValueError(f"features={getattr(features, 'shape', features)!r}; allowed: a float tensor (K, N, F)")
@@ -357,18 +363,24 @@ def fit_linear_heads(features: torch.Tensor, labels: torch.Tensor, *, num_classe
         validation.number("sample_rate", sample_rate, above=0.0, at_most=1.0, what="Poisson sampling rate")
     elif max_grad_norm is not None or sample_rate != 1.0:
         raise ValueError("max_grad_norm and sample_rate are DP-SGD settings; allowed only with a noise_multiplier")
+    validation.choice("optimizer", optimizer, ("sgd", "adam"))
+    if batch_size is not None:
+        validation.integer("batch_size", batch_size)
+        if private or features.shape[1] % batch_size:
+            raise ValueError(f"batch_size={batch_size!r}; allowed: a divisor of the N = {features.shape[1]} examples, "
+                             "without a noise_multiplier (DP-SGD draws Poisson batches at sample_rate)")
     dev = resolve_device(device)
     gen_dev = generator.device
     K, N, F = features.shape
     x, labels = features.to(dev), labels.to(dev)
     init = torch.randn(K, num_classes, F, generator=generator, device=gen_dev).to(dev, x.dtype).mul_(init_std)
-    decay = 1.0 - lr * weight_decay
-    if not private:
+    if not private and optimizer == "sgd" and batch_size is None:
         # Full-batch GD keeps (W_t, b_t) = decay^t (W_0, 0) + A_t (x, 1) (every gradient is a residual times the
         # examples with a constant 1 appended), so the logits are decay^t W_0 x^T + A_t (x x^T + 1): each step
         # multiplies by the N x N Gram matrix instead of the F-wide weights, F / N times fewer operations (the kernel
         # form of gradient descent; exact up to rounding).  A_t = decay^t C_t: the decay rides on the scalars, so
         # each step makes one pass over C_t.
+        decay = 1.0 - lr * weight_decay
         gram = torch.baddbmm(torch.ones(1, 1, 1, device=dev, dtype=x.dtype), x, x.transpose(1, 2))
         start_logits = torch.bmm(init, x.transpose(1, 2))
         if N <= ELEMENTWISE_GRAM_MAX_N and K >= ELEMENTWISE_GRAM_MIN_HEADS:
@@ -381,25 +393,59 @@ def fit_linear_heads(features: torch.Tensor, labels: torch.Tensor, *, num_classe
         weight = init.baddbmm_(coef, x, beta=decay ** steps)  # in place: a fresh (K, classes, F) costs page faults
         bias = coef.sum(2)
     else:
-        onehot = nn.functional.one_hot(labels, num_classes).to(x.dtype)
-        x_t = x.transpose(1, 2).contiguous()
+        weight, bias = _weight_space_descent(
+            x, labels, init, steps=steps, lr=lr, weight_decay=weight_decay, generator=generator,
+            noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm, sample_rate=sample_rate,
+            optimizer=optimizer, batch_size=batch_size, progress=progress)
+    return LinearHeads(weight, bias)
+
+
+def _weight_space_descent(x: torch.Tensor, labels: torch.Tensor, init: torch.Tensor, *, steps: int, lr: float,
+                          weight_decay: float, generator: torch.Generator, noise_multiplier: float | None,
+                          max_grad_norm: float | None, sample_rate: float, optimizer: str, batch_size: int | None,
+                          progress: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`fit_linear_heads` on the F-wide weights, for every recipe but full-batch SGD (which runs on the Gram
+    matrices): DP-SGD, mini-batch SGD and Adam.  Returns the weights (K, classes, F) and biases (K, classes)."""
+    K, N, F = x.shape
+    classes, gen_dev = init.shape[1], generator.device
+    onehot = nn.functional.one_hot(labels, classes).to(x.dtype)
+    x_t = x.transpose(1, 2).contiguous()
+    weight = init.transpose(1, 2).contiguous()  # (K, F, classes): both products are plain batched matmuls
+    bias = torch.zeros(K, 1, classes, device=x.device, dtype=x.dtype)
+    private = noise_multiplier is not None
+    if private:
         x_norm = torch.sqrt((x ** 2).sum(-1) + 1.0)  # ||(x_i, 1)||, the per-example gradient norm's data factor
-        weight = init.transpose(1, 2).contiguous()  # (K, F, classes): both products are plain batched matmuls
-        bias = torch.zeros(K, 1, num_classes, device=dev, dtype=x.dtype)
-        noise_scale, scale = noise_multiplier * max_grad_norm, lr / (sample_rate * N)
-        for _ in tqdm(range(steps), desc="shadow heads", unit="step", disable=not progress):
-            residual = torch.softmax(torch.baddbmm(bias, x, weight), -1).sub_(onehot)  # (K, N, classes)
-            batch = torch.rand(K, N, generator=generator, device=gen_dev).to(dev) < sample_rate
+        noise_scale, denominator = noise_multiplier * max_grad_norm, sample_rate * N
+    else:
+        denominator = N if batch_size is None else batch_size
+    moments = [torch.zeros_like(p) for p in (weight, bias, weight, bias)] if optimizer == "adam" else None
+    for step in tqdm(range(steps), desc="shadow heads", unit="step", disable=not progress):
+        residual = torch.softmax(torch.baddbmm(bias, x, weight), -1).sub_(onehot)  # (K, N, classes)
+        if private:
+            batch = torch.rand(K, N, generator=generator, device=gen_dev).to(x.device) < sample_rate
             factor = (max_grad_norm / (residual.norm(dim=-1) * x_norm + 1e-6)).clamp(max=1.0) * batch
             residual.mul_(factor[..., None])
-            noise_w = torch.randn(K, num_classes, F, generator=generator, device=gen_dev).to(dev, x.dtype)
-            noise_b = torch.randn(K, num_classes, generator=generator, device=gen_dev).to(dev, x.dtype)
-            grad_w = torch.bmm(x_t, residual).add_(noise_w.transpose(1, 2), alpha=noise_scale)
-            grad_b = residual.sum(1, keepdim=True).add_(noise_b[:, None], alpha=noise_scale)
-            weight.mul_(decay).sub_(grad_w, alpha=scale)
-            bias.mul_(decay).sub_(grad_b, alpha=scale)
-        weight, bias = weight.transpose(1, 2).contiguous(), bias[:, 0]
-    return LinearHeads(weight, bias)
+        elif batch_size is not None:
+            if step % (N // batch_size) == 0:  # a new epoch: each example's position in a fresh permutation
+                position = torch.rand(K, N, generator=generator, device=gen_dev).argsort(1).argsort(1).to(x.device)
+            residual.mul_((position // batch_size == step % (N // batch_size))[..., None])
+        grad_w, grad_b = torch.bmm(x_t, residual), residual.sum(1, keepdim=True)
+        if private:
+            grad_w.add_(torch.randn(K, classes, F, generator=generator, device=gen_dev).to(x.device, x.dtype)
+                        .transpose(1, 2), alpha=noise_scale)
+            grad_b.add_(torch.randn(K, classes, generator=generator, device=gen_dev).to(x.device, x.dtype)[:, None],
+                        alpha=noise_scale)
+        if moments is None:  # SGD with coupled weight decay: theta - lr (g / denominator + weight_decay theta)
+            weight.mul_(1.0 - lr * weight_decay).sub_(grad_w, alpha=lr / denominator)
+            bias.mul_(1.0 - lr * weight_decay).sub_(grad_b, alpha=lr / denominator)
+        else:
+            for param, grad, first, second in ((weight, grad_w, *moments[0::2]), (bias, grad_b, *moments[1::2])):
+                grad.div_(denominator).add_(param, alpha=weight_decay)
+                first.mul_(0.9).add_(grad, alpha=0.1)
+                second.mul_(0.999).addcmul_(grad, grad, value=0.001)
+                corrected = (second / (1.0 - 0.999 ** (step + 1))).sqrt_().add_(1e-8)
+                param.addcdiv_(first, corrected, value=-lr / (1.0 - 0.9 ** (step + 1)))
+    return weight.transpose(1, 2).contiguous(), bias[:, 0]
 
 
 def _gram_descent_heads_last(start_logits: torch.Tensor, gram: torch.Tensor, labels: torch.Tensor, *, steps: int,

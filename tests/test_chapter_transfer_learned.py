@@ -302,3 +302,46 @@ def test_paper_scale_pipeline_on_small_files(tmp_path):
     assert result.h0.shape == result.h1.shape == (4, 10) and result.val_weights.shape == (4, 2570)
     again = chapter.run_attack(cfg, pool, extractor, set_size=10, progress=False)
     assert torch.equal(result.h0, again.h0) and torch.equal(result.h1, again.h1)
+
+
+def test_training_variants_change_the_recipe_as_section_3_2_says():
+    base = chapter.HeadRecipe.of("digits", 10)
+    assert (base.steps, base.batch_size, base.optimizer) == (32, None, "sgd")
+    assert chapter.HeadRecipe.of("digits", 10, variant="1 epoch").steps == 1
+    assert chapter.HeadRecipe.of("digits", 40, variant="512 epochs").steps == 512
+    assert chapter.HeadRecipe.of("digits", 10, variant="Adam").optimizer == "adam"
+    minibatch = chapter.HeadRecipe.of("digits", 10, variant="mini-batch B = N/2")
+    assert (minibatch.batch_size, minibatch.steps) == (5, 64)  # two steps per epoch
+    with pytest.raises(ValueError, match="variant='SGD'"):
+        chapter.HeadRecipe.of("digits", 10, variant="SGD")
+
+
+def test_variant_sweep_rows_beside_the_papers_rates(tiny_attack):
+    cfg, pool, extractor, _ = tiny_attack
+    assert chapter.variant_sweep(cfg, pool, extractor).empty  # none at ci
+    small = chapter.settings("ci", "cpu", shadow_val=16, training_variants=("Adam", "mini-batch B = N/2"),
+                             variant_shadow_train=256, variant_reconstructor_steps=40)
+    table = chapter.variant_sweep(small, pool, extractor)
+    assert list(table["training"]) == ["Table 3 (full-batch SGD)", "Adam", "mini-batch B = N/2"]
+    assert table["gradient steps"].tolist() == [32, 32, 64]
+    assert table[["paper TPR*", "paper FPR*"]].iloc[:2].values.tolist() == [[0.636, 0.018], [0.443, 0.022]]
+    assert np.isnan(table["paper TPR*"].iloc[2])
+    # the reference row is the attack run_attack gives at the sweep's settings
+    reference = chapter.run_attack(small, pool, extractor, set_size=10, shadow_train=256, steps=40, progress=False)
+    assert table["TPR*"].iloc[0] == reference.summary()["TPR*"]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(variant="Adam", binary=True), "variant='Adam' with binary heads"),
+    (dict(variant="Adam", noise_multiplier=1.0), "variant='Adam' with binary heads or DP-SGD"),
+    (dict(variant="RMSprop"), "variant='RMSprop'"),
+])
+def test_run_attack_refuses_bad_variants(tiny_attack, kwargs, message):
+    cfg, pool, extractor, _ = tiny_attack
+    with pytest.raises(ValueError, match=message):
+        chapter.run_attack(cfg, pool, extractor, set_size=10, progress=False, **kwargs)
+
+
+def test_settings_refuse_unknown_training_variants():
+    with pytest.raises(ValueError, match="training_variants='Adagrad'"):
+        chapter.settings("ci", "cpu", training_variants=("Adagrad",))

@@ -184,6 +184,58 @@ def test_linear_heads_layouts_agree_on_large_logits(monkeypatch):
     torch.testing.assert_close(layouts[0].weight, layouts[1].weight, rtol=1e-5, atol=1e-3)
 
 
+def _torch_heads(x, y, init, make_optimizer, steps, batches=None):
+    """Each head k as an nn.Linear from init[k] (zero bias), trained on cross-entropy by ``make_optimizer(params)``
+    for ``steps`` steps, step t on the examples ``batches[k][t]`` (all of them by default)."""
+    layers = []
+    for k in range(len(init)):
+        layer = torch.nn.Linear(init.shape[2], init.shape[1])
+        with torch.no_grad():
+            layer.weight.copy_(init[k])
+            layer.bias.zero_()
+        opt = make_optimizer(layer.parameters())
+        for t in range(steps):
+            rows = slice(None) if batches is None else batches[k][t]
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(layer(x[k][rows]), y[k][rows]).backward()
+            opt.step()
+        layers.append(layer)
+    return layers
+
+
+def test_linear_heads_with_adam_equal_torch_adam_per_head():
+    """optimizer="adam" (full batch) equals torch.optim.Adam(weight_decay) on one nn.Linear per head."""
+    x, y = _head_problem()
+    heads = train.fit_linear_heads(x, y, num_classes=3, steps=6, lr=0.05, weight_decay=1e-2, init_std=0.5,
+                                   optimizer="adam", generator=torch.Generator().manual_seed(1), device="cpu")
+    init = torch.randn(3, 3, 5, generator=torch.Generator().manual_seed(1)) * 0.5
+    layers = _torch_heads(x, y, init, lambda p: torch.optim.Adam(p, lr=0.05, weight_decay=1e-2), steps=6)
+    for k, layer in enumerate(layers):
+        torch.testing.assert_close(heads.weight[k], layer.weight.detach(), rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(heads.bias[k], layer.bias.detach(), rtol=1e-5, atol=1e-6)
+
+
+def test_linear_heads_with_mini_batches_equal_torch_sgd_on_the_same_permutations():
+    """batch_size=B: every N / B steps a permutation drawn after the initial weights (argsort of uniform keys), cut
+    into consecutive batches of B; each step SGD on its batch's mean loss."""
+    x, y = _head_problem(N=6)
+    B, steps = 3, 5
+    heads = train.fit_linear_heads(x, y, num_classes=3, steps=steps, lr=0.3, weight_decay=1e-2, init_std=0.5,
+                                   batch_size=B, generator=torch.Generator().manual_seed(1), device="cpu")
+    g = torch.Generator().manual_seed(1)
+    init = torch.randn(3, 3, 5, generator=g) * 0.5
+    batches = [[] for _ in range(3)]
+    for t in range(steps):
+        if t % 2 == 0:
+            order = torch.rand(3, 6, generator=g).argsort(1)
+        for k in range(3):
+            batches[k].append(order[k, (t % 2) * B:(t % 2 + 1) * B])
+    layers = _torch_heads(x, y, init, lambda p: torch.optim.SGD(p, lr=0.3, weight_decay=1e-2), steps, batches)
+    for k, layer in enumerate(layers):
+        torch.testing.assert_close(heads.weight[k], layer.weight.detach(), rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(heads.bias[k], layer.bias.detach(), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_dp_linear_head_step_equals_opacus(seed):
     """One DP-SGD step of a head equals opacus' (GradSampleModule + DPOptimizer, expected batch q N, mean loss) on the
@@ -242,6 +294,9 @@ def test_linear_heads_are_deterministic_and_learn():
     (dict(noise_multiplier=1.0, max_grad_norm=1.0, sample_rate=1.5), "sample_rate=1.5"),
     (dict(max_grad_norm=1.0), "allowed only with a noise_multiplier"),
     (dict(num_classes=2), "labels in"),
+    (dict(optimizer="rmsprop"), "optimizer"),
+    (dict(batch_size=4), "batch_size=4"),
+    (dict(batch_size=3, noise_multiplier=1.0, max_grad_norm=1.0), "batch_size=3"),
 ])
 def test_linear_heads_refuse_bad_input(kwargs, message):
     x, y = _head_problem()

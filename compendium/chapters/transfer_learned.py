@@ -72,6 +72,16 @@ PAPER_HEAD_ACCURACY = {"MNIST": {10: 0.812, 40: 0.920}, "CIFAR": {10: 0.587, 40:
 PAPER_ROW = {"digits": "MNIST", "mnist": "MNIST", "cifar10": "CIFAR"}  # the paper's experiment beside each dataset
 #: Section 3.2, point 4: TPR and FPR at tau_NN of the binary heads (even / odd MNIST, animal / vehicle CIFAR), N = 10.
 PAPER_BINARY = {"MNIST": (0.461, 0.018), "CIFAR": (0.282, 0.095)}
+#: Section 3.2, points 5 and 7: the attacked heads' (and so the shadow heads') training changed, N = 10: one epoch
+#: or 512 instead of Table 3's, Adam instead of SGD (same lr and weight decay), mini-batches of N / 2.
+TRAINING_VARIANTS = {
+    "1 epoch": dict(epochs_offset=1, epochs_per_five=0),
+    "512 epochs": dict(epochs_offset=512, epochs_per_five=0),
+    "Adam": dict(optimizer="adam"),
+    "mini-batch B = N/2": dict(batches_per_epoch=2),
+}
+#: Point 5's TPR and FPR at tau_NN with Adam; for the other variants the paper reports only "no significant change".
+PAPER_VARIANTS = {"Adam": {"MNIST": (0.443, 0.022), "CIFAR": (0.362, 0.111)}}
 PAPER_DEFENDED_EPSILON = {("MNIST", 10): 7.2, ("MNIST", 40): 6.0, ("CIFAR", 10): 15.5, ("CIFAR", 40): 41.8}
 GAMMA = 0.015
 
@@ -79,12 +89,15 @@ SCALES = {
     "ci": dict(dataset="digits", data_dir="data", shadow_dir=None, reconstructor="mlp", extractor_checkpoint=None,
                set_sizes=(10, 40), shadow_train=4000, shadow_val=200, reconstructor_steps=3000,
                unconditional_steps=500, hidden=512, extractor_epochs=60, extractor_hidden=64, init_std=0.002,
-               shadow_counts=(), init_stds=(), binary_variants=(), dp_set_size=10, dp_noise_multipliers=(8.0,),
+               shadow_counts=(), init_stds=(), binary_variants=(), training_variants=(), variant_shadow_train=2000,
+               variant_reconstructor_steps=1000, dp_set_size=10, dp_noise_multipliers=(8.0,),
                dp_max_grad_norm=10.0, dp_shadow_train=2000, dp_reconstructor_steps=1000),
     "book": dict(dataset="digits", data_dir="data", shadow_dir=None, reconstructor="mlp", extractor_checkpoint=None,
                  set_sizes=(10, 40), shadow_train=20_000, shadow_val=1000, reconstructor_steps=10_000,
                  unconditional_steps=10_000, hidden=512, extractor_epochs=60, extractor_hidden=64, init_std=0.002,
-                 shadow_counts=(1000, 5000), init_stds=(0.2,), binary_variants=(False, True), dp_set_size=10,
+                 shadow_counts=(1000, 5000), init_stds=(0.2,), binary_variants=(False, True),
+                 training_variants=tuple(TRAINING_VARIANTS), variant_shadow_train=5000,
+                 variant_reconstructor_steps=3000, dp_set_size=10,
                  dp_noise_multipliers=(0.25, 0.5, 1.0, 2.0), dp_max_grad_norm=10.0, dp_shadow_train=5000,
                  dp_reconstructor_steps=4000),
     "paper": dict(dataset="mnist", data_dir="data", shadow_dir="data/transfer-learned-shadow-heads",
@@ -92,7 +105,8 @@ SCALES = {
                   shadow_val=10_000, reconstructor_steps=1_000_000, unconditional_steps=1_000_000, hidden=256,
                   extractor_epochs=50, extractor_hidden=256, init_std=0.002,
                   shadow_counts=(10_000, 100_000, 1_000_000), init_stds=(0.0002, 0.02, 0.2),
-                  binary_variants=(False, True), dp_set_size=10,
+                  binary_variants=(False, True), training_variants=tuple(TRAINING_VARIANTS),
+                  variant_shadow_train=2_560_000, variant_reconstructor_steps=1_000_000, dp_set_size=10,
                   dp_noise_multipliers=(0.435, 0.6, 0.85, 1.23, 1.82), dp_max_grad_norm=4.0,
                   dp_shadow_train=2_560_000, dp_reconstructor_steps=1_000_000),
 }
@@ -117,7 +131,10 @@ class Settings(_Settings):
     ``init_std`` the heads' initialisation (Table 3: 0.002); ``shadow_counts`` and ``init_stds`` the extra values of
     the two factors of Section 3.2 (Fig. 3a, 3b) run at ``N = 10`` (none at ``ci``); ``binary_variants`` the attacks
     on Table 6's binary heads at ``N = 10`` (Section 3.2, point 4), each ``False`` (the raw weights) or ``True``
-    (hidden units ordered; none at ``ci``); ``dp_*`` the DP-SGD sweep of Section 4 (Fig. 4):
+    (hidden units ordered; none at ``ci``); ``training_variants`` the changed training recipes of Section 3.2,
+    points 5 and 7 (names of :data:`TRAINING_VARIANTS`; none at ``ci``), run at ``N = 10`` with
+    ``variant_shadow_train`` training heads and ``variant_reconstructor_steps`` steps, beside Table 3's recipe at the
+    same settings; ``dp_*`` the DP-SGD sweep of Section 4 (Fig. 4):
     set size, noise multipliers, clipping norm (Section 4: 4.0 for MNIST, 1.2 for CIFAR), number of training shadow
     heads and reconstructor steps per noise level.
     """
@@ -139,6 +156,9 @@ class Settings(_Settings):
     shadow_counts: tuple[int, ...]
     init_stds: tuple[float, ...]
     binary_variants: tuple[bool, ...]
+    training_variants: tuple[str, ...]
+    variant_shadow_train: int
+    variant_reconstructor_steps: int
     dp_set_size: int
     dp_noise_multipliers: tuple[float, ...]
     dp_max_grad_norm: float
@@ -174,6 +194,10 @@ class Settings(_Settings):
             validation.positive("init_stds", std)
         if not all(isinstance(v, bool) for v in self.binary_variants):
             raise ValueError(f"binary_variants={self.binary_variants!r}; allowed: a tuple of True / False")
+        for name in self.training_variants:
+            validation.choice("training_variants", name, tuple(TRAINING_VARIANTS))
+        validation.integer("variant_shadow_train", self.variant_shadow_train, minimum=2)
+        validation.integer("variant_reconstructor_steps", self.variant_reconstructor_steps)
         validation.grid("dp_noise_multipliers", self.dp_noise_multipliers, what="noise multipliers")
         validation.positive("dp_max_grad_norm", self.dp_max_grad_norm)
         validation.integer("dp_shadow_train", self.dp_shadow_train, minimum=2)
@@ -203,7 +227,8 @@ def _in_repository(folder: str) -> Path:
 class HeadRecipe:
     """Table 3's recipe for a head trained on ``N`` images: full-batch gradient descent for ``offset + per_five N / 5``
     epochs (MNIST 26 + 3N/5, the default; CIFAR 38 + N), learning rate, weight decay, weights ``N(0, init_std^2)``.
-    :meth:`of` gives a dataset's row."""
+    :meth:`of` gives a dataset's row; ``optimizer`` and ``batches_per_epoch`` (mini-batches of ``N /
+    batches_per_epoch``) change the training as Section 3.2's point 5 does (:data:`TRAINING_VARIANTS`)."""
 
     set_size: int
     init_std: float = 0.002
@@ -213,14 +238,20 @@ class HeadRecipe:
     epochs_per_five: int = 3
     hidden: int = 0  # 0: Table 3's linear softmax head; H: Table 6's FC(H) -> ReLU -> FC(1) binary head
     positive_classes: tuple[int, ...] = ()  # a binary head's class 1
+    optimizer: str = "sgd"
+    batches_per_epoch: int = 1
 
     @classmethod
-    def of(cls, dataset: str, set_size: int, init_std: float | None = None, binary: bool = False) -> "HeadRecipe":
-        """Table 3's row for ``dataset`` (Table 6's binary task with ``binary``), ``init_std`` replaced if given."""
+    def of(cls, dataset: str, set_size: int, init_std: float | None = None, binary: bool = False,
+           variant: str | None = None) -> "HeadRecipe":
+        """Table 3's row for ``dataset`` (Table 6's binary task with ``binary``), ``init_std`` replaced if given,
+        changed by the training ``variant`` (a name of :data:`TRAINING_VARIANTS`) if given."""
         table = BINARY_TASKS if binary else DATASETS
         row = dict(table[validation.choice("dataset", dataset, tuple(table))])
         if init_std is not None:
             row["init_std"] = init_std
+        if variant is not None:
+            row.update(TRAINING_VARIANTS[validation.choice("variant", variant, tuple(TRAINING_VARIANTS))])
         return cls(set_size, **row)
 
     def dim(self, features: int) -> int:
@@ -234,6 +265,16 @@ class HeadRecipe:
     @property
     def epochs(self) -> int:
         return self.epochs_offset + self.epochs_per_five * self.set_size // 5
+
+    @property
+    def steps(self) -> int:
+        """Gradient steps without DP: one per mini-batch of every epoch."""
+        return self.epochs * self.batches_per_epoch
+
+    @property
+    def batch_size(self) -> int | None:
+        """The mini-batch size, ``None`` for full batches."""
+        return None if self.batches_per_epoch == 1 else self.set_size // self.batches_per_epoch
 
     @property
     def dp_steps(self) -> int:
@@ -420,7 +461,8 @@ def shadow_heads(features: torch.Tensor, labels: torch.Tensor, recipe: HeadRecip
     if recipe.hidden:
         options.update(hidden=recipe.hidden, steps=recipe.epochs)
     elif noise_multiplier is None:
-        options.update(num_classes=NUM_CLASSES, steps=recipe.epochs)
+        options.update(num_classes=NUM_CLASSES, steps=recipe.steps, optimizer=recipe.optimizer,
+                       batch_size=recipe.batch_size)
     else:
         options.update(num_classes=NUM_CLASSES, steps=recipe.dp_steps, noise_multiplier=noise_multiplier,
                        max_grad_norm=max_grad_norm, sample_rate=DP_SAMPLE_RATE)
@@ -517,8 +559,8 @@ def phi_fits(result: AttackResult) -> dict[str, float]:
 
 def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: int, shadow_train: int | None = None,
                init_std: float | None = None, noise_multiplier: float | None = None, steps: int | None = None,
-               conditional: bool = True, binary: bool = False, canonical: bool = False, curves: bool = False,
-               progress: bool = True) -> AttackResult:
+               conditional: bool = True, binary: bool = False, canonical: bool = False, variant: str | None = None,
+               curves: bool = False, progress: bool = True) -> AttackResult:
     """The whole attack for one ``N``: Algorithm 1 on the training pool (``shadow_train`` heads) and on the validation
     pool (``cfg.shadow_val`` heads), the weight statistics, the conditional reconstructor trained with Eq. (3) for
     ``steps`` Adam steps (default ``cfg.reconstructor_steps``, rounded up to whole passes over the heads), and
@@ -529,6 +571,8 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
     against whole sets (Section 3.2, point 3).  With ``binary`` the heads are Table 6's two-layer binary heads
     (:data:`BINARY_TASKS`), attacked with the same 10-class conditional reconstructor (Section 3.2, point 4), and
     with ``canonical`` their hidden units ordered by output weight before the attack sees them (ours).  With
+    ``variant`` (a name of :data:`TRAINING_VARIANTS`) every head is trained by that changed recipe (Section 3.2,
+    points 5 and 7), the adversary's shadow heads too: the threat model gives the adversary the recipe.  With
     ``curves`` the reconstructor is scored after every pass over the heads (Fig. 3c, :func:`training_curves`): the
     validation heads' Eq. (3) loss and TPR at FPR = 0.01, the latter against surrogate draws from a generator of their
     own, so that the run's numbers do not change."""
@@ -538,11 +582,14 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
     shadow_train = cfg.shadow_train if shadow_train is None else validation.integer("shadow_train", shadow_train,
                                                                                      minimum=2)
     steps = cfg.reconstructor_steps if steps is None else validation.integer("steps", steps)
-    recipe = HeadRecipe.of(cfg.dataset, set_size,
-                           cfg.init_std if init_std is None else validation.positive("init_std", init_std),
-                           binary=binary)
     if binary and noise_multiplier is not None:
         raise ValueError("binary=True with a noise_multiplier; allowed: DP-SGD for the linear heads only")
+    if variant is not None and (binary or noise_multiplier is not None):
+        raise ValueError(f"variant={variant!r} with binary heads or DP-SGD; allowed: a changed recipe of Table 3's "
+                         "linear heads, trained without DP")
+    recipe = HeadRecipe.of(cfg.dataset, set_size,
+                           cfg.init_std if init_std is None else validation.positive("init_std", init_std),
+                           binary=binary, variant=variant)
     if canonical and not binary:
         raise ValueError("canonical=True without binary=True; allowed: ordering the hidden units of binary heads")
     dp_options = {} if noise_multiplier is None else dict(noise_multiplier=validation.number(
@@ -557,7 +604,8 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
     store, fingerprint = None, None
     if cfg.shadow_dir is not None:  # a stored run is tied to the exact features and labels it was trained on
         store = _in_repository(cfg.shadow_dir) / (
-            f"{cfg.dataset}{'-binary' if binary else ''}{'-canonical' if canonical else ''}-N{set_size}"
+            f"{cfg.dataset}{'-binary' if binary else ''}{'-canonical' if canonical else ''}"
+            f"{'' if variant is None else '-' + variant.replace(' ', '').replace('/', '-')}-N{set_size}"
             f"-K{shadow_train}-std{recipe.init_std:g}-sigma{noise_multiplier}-seed{cfg.seed}")
         digest = hashlib.sha256(feats_train.numpy().tobytes() + train_y.numpy().tobytes()).hexdigest()[:16]
         fingerprint = {"dataset": cfg.dataset, "seed": cfg.seed, "features": digest}
@@ -810,6 +858,27 @@ def binary_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: At
         result = run_attack(cfg, pool, extractor, set_size=10, binary=True, canonical=canonical, progress=progress)
         rows.append({"heads": "binary (Table 6), hidden units ordered" if canonical else "binary (Table 6)",
                      **_rates_row(result), **paper((np.nan, np.nan) if canonical else PAPER_BINARY[experiment])})
+    return pd.DataFrame(rows)
+
+
+def variant_sweep(cfg: Settings, pool: Pools, extractor: Extractor, progress: bool = False) -> pd.DataFrame:
+    """Section 3.2, points 5 and 7 at ``N = 10``: the attack with Table 3's recipe and with each changed recipe of
+    ``cfg.training_variants`` (:data:`TRAINING_VARIANTS`), all with ``cfg.variant_shadow_train`` training heads and
+    ``cfg.variant_reconstructor_steps`` reconstructor steps (fewer than the main run's at ``book`` scale: the rows
+    compare with each other, not with Table 1); one row per recipe with its gradient steps, the rates, the heads' test
+    accuracy, and the paper's TPR and FPR at ``tau_NN`` where it gives them (Table 1 for Table 3's recipe,
+    :data:`PAPER_VARIANTS`; for the others the paper reports "no significant changes").  Without variants (``ci``)
+    nothing runs and the table is empty."""
+    experiment = PAPER_ROW[cfg.dataset]
+    rows = []
+    for variant in (None, *cfg.training_variants) if cfg.training_variants else ():
+        result = run_attack(cfg, pool, extractor, set_size=10, shadow_train=cfg.variant_shadow_train,
+                            steps=cfg.variant_reconstructor_steps, variant=variant, progress=progress)
+        paper = PAPER_TABLE1[experiment][10][:2] if variant is None else PAPER_VARIANTS.get(variant, {}).get(
+            experiment, (np.nan, np.nan))
+        rows.append({"training": "Table 3 (full-batch SGD)" if variant is None else variant,
+                     "gradient steps": HeadRecipe.of(cfg.dataset, 10, variant=variant).steps, **_rates_row(result),
+                     "paper TPR*": paper[0], "paper FPR*": paper[1]})
     return pd.DataFrame(rows)
 
 
