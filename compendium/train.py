@@ -252,7 +252,8 @@ def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, feature_noise: 
 @torch.no_grad()
 def feature_rms(model: nn.Module, x: torch.Tensor, batch_size: int = 1024, device: str | None = None) -> float:
     """Root-mean-square entry of ``model.features(x)`` over all examples and features,
-    :math:`\\sqrt{\\frac{1}{N n}\\sum_b \\|a_{\\theta_b}\\|^2}` (the unit of the paper's noise level: the authors' code sets the noise's standard deviation to a multiple of it)."""
+    :math:`\\sqrt{\\frac{1}{N n}\\sum_b \\|a_{\\theta_b}\\|^2}` (the unit of the paper's noise level: the authors'
+    code sets the noise's standard deviation to a multiple of it)."""
     _eval_checks(model, x, None, batch_size)
     if not hasattr(model, "features"):
         raise ValueError(f"model must have .features (a SplitClassifier); got {type(model).__name__}")
@@ -302,8 +303,8 @@ class LinearHeads:
 
 
 #: Up to this many examples per head, and from this many heads on, :func:`fit_linear_heads` multiplies by the Gram
-#: matrices with N fused multiply-adds over all heads at once instead of a batched matmul (the crossovers measured
-#: on 2 cores; see :func:`_gram_descent_heads_last`).
+#: matrices with N fused multiply-adds over all heads at once instead of a batched matmul, on a CPU (the crossovers
+#: measured on 2 cores; see :func:`_gram_descent_heads_last`; a GPU keeps the batched matmul).
 ELEMENTWISE_GRAM_MAX_N = 16
 ELEMENTWISE_GRAM_MIN_HEADS = 2048
 
@@ -333,14 +334,14 @@ def fit_linear_heads(features: torch.Tensor, labels: torch.Tensor, *, num_classe
       ``g + weight_decay theta`` into the moments (betas 0.9, 0.999; eps 1e-8), ``theta <- theta - lr m^/(sqrt(v^) +
       eps)`` with the bias-corrected moments (Section 3.2, point 5: "Adam instead of SGD", same lr and weight decay).
 
-    All ``K`` heads run as one batched computation (batched matmuls over heads): the gradient of a linear softmax head
+    All ``K`` heads run as one batched computation (batched over heads): the gradient of a linear softmax head
     is exact in closed form, ``dL/dW = (softmax(z) - onehot(y))^T x``, and a per-example gradient's norm is
     ``||softmax(z_i) - onehot(y_i)|| sqrt(||x_i||^2 + 1)``, so no per-example gradient is ever materialised (opacus'
     own Linear grad sampler forms them; the test suite checks the two updates agree).  Without DP the weights stay
-    in the span of the initial weights and the examples, and the steps run on the ``N x N`` Gram matrices, with the
-    heads as the last dimension when there are many heads of few examples each (:data:`ELEMENTWISE_GRAM_MAX_N`,
-    :data:`ELEMENTWISE_GRAM_MIN_HEADS`).  The initial weights, the batch masks (or permutations) and the noise are
-    drawn from ``generator`` (on its device) in that order, step by step.
+    in the span of the initial weights and the examples, and full-batch SGD runs on the ``N x N`` Gram matrices, with
+    the heads as the last dimension when there are many heads of few examples each on a CPU
+    (:data:`ELEMENTWISE_GRAM_MAX_N`, :data:`ELEMENTWISE_GRAM_MIN_HEADS`).  The initial weights, the batch masks (or
+    permutations) and the noise are drawn from ``generator`` (on its device) in that order, step by step.
     """
     if not (isinstance(features, torch.Tensor) and features.ndim == 3 and features.dtype.is_floating_point):
         raise ValueError(f"features={getattr(features, 'shape', features)!r}; allowed: a float tensor (K, N, F)")
@@ -354,6 +355,9 @@ def fit_linear_heads(features: torch.Tensor, labels: torch.Tensor, *, num_classe
     validation.integer("steps", steps)
     lr = validation.positive("lr", lr)
     validation.number("weight_decay", weight_decay, at_least=0.0)
+    if lr * weight_decay >= 1.0:
+        raise ValueError(f"lr={lr!r} and weight_decay={weight_decay!r}; allowed: lr * weight_decay < 1 (each step "
+                         "multiplies the weights by 1 - lr * weight_decay)")
     validation.number("init_std", init_std, at_least=0.0)
     validation.generator("generator", generator)
     private = noise_multiplier is not None
@@ -383,7 +387,7 @@ def fit_linear_heads(features: torch.Tensor, labels: torch.Tensor, *, num_classe
         decay = 1.0 - lr * weight_decay
         gram = torch.baddbmm(torch.ones(1, 1, 1, device=dev, dtype=x.dtype), x, x.transpose(1, 2))
         start_logits = torch.bmm(init, x.transpose(1, 2))
-        if N <= ELEMENTWISE_GRAM_MAX_N and K >= ELEMENTWISE_GRAM_MIN_HEADS:
+        if dev.type == "cpu" and N <= ELEMENTWISE_GRAM_MAX_N and K >= ELEMENTWISE_GRAM_MIN_HEADS:
             coef = _gram_descent_heads_last(start_logits, gram, labels, steps=steps, lr=lr, decay=decay,
                                             progress=progress)
         else:
@@ -457,7 +461,7 @@ def _gram_descent_heads_last(start_logits: torch.Tensor, gram: torch.Tensor, lab
     For tiny matrices this beats MKL's batched matmul, which pays a fixed cost per 10 x 10 matrix, and
     ``torch.softmax`` over a leading dimension: measured on 2 cores at N = 10 and K = 5,000, a step costs 0.2 us per
     head against 0.3-0.6 us in the (K, classes, N) layout of :func:`_gram_descent_heads_first`.  Below about 2,000
-    heads the N + 5 operations per step cost more in overhead than they save, and at N = 40 the N passes take twice
+    heads the N + 6 operations per step cost more in overhead than they save, and at N = 40 the N passes take twice
     as long as a batched matmul."""
     N = gram.shape[1]
     start = start_logits.permute(1, 2, 0).contiguous()

@@ -314,6 +314,14 @@ def test_training_variants_change_the_recipe_as_section_3_2_says():
     assert (minibatch.batch_size, minibatch.steps) == (5, 64)  # two steps per epoch
     with pytest.raises(ValueError, match="variant='SGD'"):
         chapter.HeadRecipe.of("digits", 10, variant="SGD")
+    with pytest.raises(ValueError, match="batches_per_epoch=3"):
+        chapter.HeadRecipe(10, batches_per_epoch=3)
+    with pytest.raises(ValueError, match="for a binary head"):
+        chapter.HeadRecipe.of("digits", 10, binary=True, variant="Adam")
+    with pytest.raises(ValueError, match="noise_multiplier with optimizer='adam'"):
+        adam = chapter.HeadRecipe.of("digits", 10, variant="Adam")
+        chapter.shadow_heads(torch.zeros(30, 4), torch.arange(30) % 10, adam, count=2, generator=torch.Generator(),
+                             noise_multiplier=1.0, max_grad_norm=1.0)
 
 
 def test_variant_sweep_rows_beside_the_papers_rates(tiny_attack):
@@ -342,6 +350,8 @@ def test_run_attack_refuses_bad_variants(tiny_attack, kwargs, message):
         chapter.run_attack(cfg, pool, extractor, set_size=10, progress=False, **kwargs)
 
 
-def test_settings_refuse_unknown_training_variants():
-    with pytest.raises(ValueError, match="training_variants='Adagrad'"):
-        chapter.settings("ci", "cpu", training_variants=("Adagrad",))
+@pytest.mark.parametrize("variants, message", [(("Adagrad",), "training_variants='Adagrad'"),
+                                                (("Adam", "Adam"), "distinct names"), ("Adam", "a tuple")])
+def test_settings_refuse_bad_training_variants(variants, message):
+    with pytest.raises(ValueError, match=message):
+        chapter.settings("ci", "cpu", training_variants=variants)

@@ -171,10 +171,11 @@ def test_linear_heads_equal_one_torch_sgd_per_head(monkeypatch, min_heads):
 
 
 def test_linear_heads_layouts_agree_on_large_logits(monkeypatch):
-    """Logits in the hundreds (exp overflows float32 from 89 on): both layouts subtract the maximum before the
-    exponential, stay finite and agree."""
+    """Logits in the hundreds (exp overflows float32 from 89 on), with weight decay (the heads-last layout scales the
+    logits by decay^t after the product): both layouts subtract the maximum before the exponential, stay finite and
+    agree."""
     x, y = _head_problem(K=5, N=8, F=4, C=4, seed=2)
-    options = dict(num_classes=4, steps=5, lr=1.0, weight_decay=0.0, init_std=30.0, device="cpu")
+    options = dict(num_classes=4, steps=5, lr=1.0, weight_decay=0.05, init_std=30.0, device="cpu")
     layouts = []
     for min_heads in (1, 10 ** 9):
         monkeypatch.setattr(train, "ELEMENTWISE_GRAM_MIN_HEADS", min_heads)
@@ -295,6 +296,7 @@ def test_linear_heads_are_deterministic_and_learn():
     (dict(max_grad_norm=1.0), "allowed only with a noise_multiplier"),
     (dict(num_classes=2), "labels in"),
     (dict(optimizer="rmsprop"), "optimizer"),
+    (dict(lr=2.0, weight_decay=0.5), "lr \\* weight_decay < 1"),
     (dict(batch_size=4), "batch_size=4"),
     (dict(batch_size=3, noise_multiplier=1.0, max_grad_norm=1.0), "batch_size=3"),
 ])

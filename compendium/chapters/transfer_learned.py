@@ -194,6 +194,10 @@ class Settings(_Settings):
             validation.positive("init_stds", std)
         if not all(isinstance(v, bool) for v in self.binary_variants):
             raise ValueError(f"binary_variants={self.binary_variants!r}; allowed: a tuple of True / False")
+        if not isinstance(self.training_variants, tuple) or len(set(self.training_variants)) < len(
+                self.training_variants):
+            raise ValueError(f"training_variants={self.training_variants!r}; allowed: a tuple of distinct names of "
+                             f"{tuple(TRAINING_VARIANTS)}")
         for name in self.training_variants:
             validation.choice("training_variants", name, tuple(TRAINING_VARIANTS))
         validation.integer("variant_shadow_train", self.variant_shadow_train, minimum=2)
@@ -240,6 +244,16 @@ class HeadRecipe:
     positive_classes: tuple[int, ...] = ()  # a binary head's class 1
     optimizer: str = "sgd"
     batches_per_epoch: int = 1
+
+    def __post_init__(self) -> None:
+        validation.choice("optimizer", self.optimizer, ("sgd", "adam"))
+        validation.integer("batches_per_epoch", self.batches_per_epoch)
+        if self.set_size % self.batches_per_epoch:
+            raise ValueError(f"batches_per_epoch={self.batches_per_epoch!r}; allowed: a divisor of N = "
+                             f"{self.set_size} (mini-batches of equal size)")
+        if self.hidden and (self.optimizer, self.batches_per_epoch) != ("sgd", 1):
+            raise ValueError(f"optimizer={self.optimizer!r}, batches_per_epoch={self.batches_per_epoch!r} for a "
+                             "binary head; allowed: Table 6's full-batch SGD only")
 
     @classmethod
     def of(cls, dataset: str, set_size: int, init_std: float | None = None, binary: bool = False,
@@ -439,7 +453,8 @@ def shadow_heads(features: torch.Tensor, labels: torch.Tensor, recipe: HeadRecip
                  progress: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """Algorithm 1 for ``count`` heads, ``shard_size`` at a time (each shard one batched computation): balanced sets
     of ``N = recipe.set_size`` pool indices (count, 10, M) and the trained heads' flattened weights (count, D), by the
-    recipe (full-batch GD, or DP-SGD at Poisson rate 1/2 for ``2 n_E`` steps when ``noise_multiplier`` is given).
+    recipe (full-batch GD, Adam or mini-batches as the recipe says, or DP-SGD at Poisson rate 1/2 for ``2 n_E``
+    steps when ``noise_multiplier`` is given, which a changed recipe refuses).
     Each shard draws its sets, then its heads' initial weights, from ``generator``; ``shard_size`` defaults to
     :data:`SHARD_SIZE` heads or :data:`SHARD_BYTES` of features, whichever is fewer.  Only the sets and the weights
     are kept; a shard's features are gathered just for its training.
@@ -454,6 +469,9 @@ def shadow_heads(features: torch.Tensor, labels: torch.Tensor, recipe: HeadRecip
     if recipe.hidden and noise_multiplier is not None:
         raise ValueError("noise_multiplier with a binary head recipe; allowed: DP-SGD for the linear heads only "
                          "(Section 4 trains those)")
+    if noise_multiplier is not None and (recipe.optimizer, recipe.batches_per_epoch) != ("sgd", 1):
+        raise ValueError(f"noise_multiplier with optimizer={recipe.optimizer!r}, batches_per_epoch="
+                         f"{recipe.batches_per_epoch!r}; allowed: DP-SGD with Table 3's recipe (Section 4)")
     if shard_size is None:
         shard_size = max(1, min(SHARD_SIZE, SHARD_BYTES // (4 * recipe.set_size * features.shape[1])))
     options = dict(lr=recipe.lr, weight_decay=recipe.weight_decay, init_std=recipe.init_std, generator=generator,
@@ -470,7 +488,8 @@ def shadow_heads(features: torch.Tensor, labels: torch.Tensor, recipe: HeadRecip
     writer = None if store is None else ShadowWriter(
         store, count=count, dim=recipe.dim(features.shape[1]), set_shape=(NUM_CLASSES, per_class),
         fingerprint={"recipe": dataclasses.asdict(recipe), "canonical": canonical,
-                     "noise_multiplier": noise_multiplier, "max_grad_norm": max_grad_norm, "shard_size": shard_size, **(fingerprint or {})},
+                     "noise_multiplier": noise_multiplier, "max_grad_norm": max_grad_norm, "shard_size": shard_size,
+                     **(fingerprint or {})},
         generator=generator)
     done = 0 if writer is None else writer.written
     sets, weights = [], []
@@ -865,10 +884,10 @@ def variant_sweep(cfg: Settings, pool: Pools, extractor: Extractor, progress: bo
     """Section 3.2, points 5 and 7 at ``N = 10``: the attack with Table 3's recipe and with each changed recipe of
     ``cfg.training_variants`` (:data:`TRAINING_VARIANTS`), all with ``cfg.variant_shadow_train`` training heads and
     ``cfg.variant_reconstructor_steps`` reconstructor steps (fewer than the main run's at ``book`` scale: the rows
-    compare with each other, not with Table 1); one row per recipe with its gradient steps, the rates, the heads' test
-    accuracy, and the paper's TPR and FPR at ``tau_NN`` where it gives them (Table 1 for Table 3's recipe,
-    :data:`PAPER_VARIANTS`; for the others the paper reports "no significant changes").  Without variants (``ci``)
-    nothing runs and the table is empty."""
+    compare with each other, not with Table 1); one row per recipe with its gradient steps, the rates (with the
+    binomial standard errors of TPR* and of the TPR at FPR = 0.01), the heads' test accuracy, and the paper's TPR
+    and FPR at ``tau_NN`` where it gives them (Table 1 for Table 3's recipe, :data:`PAPER_VARIANTS`; for the others
+    the paper reports "no significant changes").  Without variants (``ci``) nothing runs and the table is empty."""
     experiment = PAPER_ROW[cfg.dataset]
     rows = []
     for variant in (None, *cfg.training_variants) if cfg.training_variants else ():
@@ -878,7 +897,7 @@ def variant_sweep(cfg: Settings, pool: Pools, extractor: Extractor, progress: bo
             experiment, (np.nan, np.nan))
         rows.append({"training": "Table 3 (full-batch SGD)" if variant is None else variant,
                      "gradient steps": HeadRecipe.of(cfg.dataset, 10, variant=variant).steps, **_rates_row(result),
-                     "paper TPR*": paper[0], "paper FPR*": paper[1]})
+                     "TPR* SE": result.summary()["TPR* SE"], "paper TPR*": paper[0], "paper FPR*": paper[1]})
     return pd.DataFrame(rows)
 
 
