@@ -330,7 +330,7 @@ def test_variant_sweep_rows_beside_the_papers_rates(tiny_attack):
     small = chapter.settings("ci", "cpu", shadow_val=16, training_variants=("Adam", "mini-batch B = N/2"),
                              variant_shadow_train=256, variant_reconstructor_steps=40)
     table = chapter.variant_sweep(small, pool, extractor)
-    assert list(table["training"]) == ["Table 3 (full-batch SGD)", "Adam", "mini-batch B = N/2"]
+    assert list(table["change"]) == ["none (Table 3's full-batch SGD)", "Adam", "mini-batch B = N/2"]
     assert table["gradient steps"].tolist() == [32, 32, 64]
     assert table[["paper TPR*", "paper FPR*"]].iloc[:2].values.tolist() == [[0.636, 0.018], [0.443, 0.022]]
     assert np.isnan(table["paper TPR*"].iloc[2])
@@ -355,3 +355,24 @@ def test_run_attack_refuses_bad_variants(tiny_attack, kwargs, message):
 def test_settings_refuse_bad_training_variants(variants, message):
     with pytest.raises(ValueError, match=message):
         chapter.settings("ci", "cpu", training_variants=variants)
+
+
+def test_out_of_distribution_pool_is_turned_digits_with_random_balanced_labels(tiny_attack):
+    cfg, pool, _, _ = tiny_attack
+    images, labels = chapter.out_of_distribution_pool(cfg, pool)
+    assert torch.equal(images, torch.rot90(pool.pretrain[0], 1, dims=(-2, -1)))
+    counts = torch.bincount(labels, minlength=10)
+    assert counts.max() - counts.min() <= 1  # balanced
+    assert (labels != pool.pretrain[1]).float().mean() > 0.8  # unrelated to the digits' classes
+    assert torch.equal(labels, chapter.out_of_distribution_pool(cfg, pool)[1])  # seeded
+
+
+def test_out_of_distribution_attack_keeps_the_data_distributions_threshold(tiny_attack):
+    cfg, pool, extractor, reference = tiny_attack
+    ood = chapter.run_attack(cfg, pool, extractor, set_size=20, ood=True, progress=False)
+    assert ood.tau == reference.tau  # tau_NN of the digits, not of the turned digits
+    assert not torch.equal(ood.h0, reference.h0) and ood.h0.shape == reference.h0.shape
+    table = chapter.variant_sweep(chapter.settings("ci", "cpu", shadow_val=16, ood=True, variant_shadow_train=256,
+                                                   variant_reconstructor_steps=40), pool, extractor)
+    assert list(table["change"]) == ["none (Table 3's full-batch SGD)", chapter.OOD]
+    assert np.isnan(table["paper TPR*"].iloc[1])  # the paper's point 8 is CIFAR's only

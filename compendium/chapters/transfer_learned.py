@@ -80,8 +80,10 @@ TRAINING_VARIANTS = {
     "Adam": dict(optimizer="adam"),
     "mini-batch B = N/2": dict(batches_per_epoch=2),
 }
-#: Point 5's TPR and FPR at tau_NN with Adam; for the other variants the paper reports only "no significant change".
-PAPER_VARIANTS = {"Adam": {"MNIST": (0.443, 0.022), "CIFAR": (0.362, 0.111)}}
+#: TPR and FPR at tau_NN, N = 10: point 5's with Adam, point 8's with out-of-distribution shadow data (CIFAR only);
+#: for the other variants the paper reports only "no significant change".
+OOD = "out-of-distribution shadow data"
+PAPER_VARIANTS = {"Adam": {"MNIST": (0.443, 0.022), "CIFAR": (0.362, 0.111)}, OOD: {"CIFAR": (0.171, 0.044)}}
 PAPER_DEFENDED_EPSILON = {("MNIST", 10): 7.2, ("MNIST", 40): 6.0, ("CIFAR", 10): 15.5, ("CIFAR", 40): 41.8}
 GAMMA = 0.015
 
@@ -89,14 +91,15 @@ SCALES = {
     "ci": dict(dataset="digits", data_dir="data", shadow_dir=None, reconstructor="mlp", extractor_checkpoint=None,
                set_sizes=(10, 40), shadow_train=4000, shadow_val=200, reconstructor_steps=3000,
                unconditional_steps=500, hidden=512, extractor_epochs=60, extractor_hidden=64, init_std=0.002,
-               shadow_counts=(), init_stds=(), binary_variants=(), training_variants=(), variant_shadow_train=2000,
+               shadow_counts=(), init_stds=(), binary_variants=(), training_variants=(), ood=False,
+               variant_shadow_train=2000,
                variant_reconstructor_steps=1000, dp_set_size=10, dp_noise_multipliers=(8.0,),
                dp_max_grad_norm=10.0, dp_shadow_train=2000, dp_reconstructor_steps=1000),
     "book": dict(dataset="digits", data_dir="data", shadow_dir=None, reconstructor="mlp", extractor_checkpoint=None,
                  set_sizes=(10, 40), shadow_train=20_000, shadow_val=1000, reconstructor_steps=10_000,
                  unconditional_steps=10_000, hidden=512, extractor_epochs=60, extractor_hidden=64, init_std=0.002,
                  shadow_counts=(1000, 5000), init_stds=(0.2,), binary_variants=(False, True),
-                 training_variants=tuple(TRAINING_VARIANTS), variant_shadow_train=5000,
+                 training_variants=tuple(TRAINING_VARIANTS), ood=True, variant_shadow_train=5000,
                  variant_reconstructor_steps=3000, dp_set_size=10,
                  dp_noise_multipliers=(0.25, 0.5, 1.0, 2.0), dp_max_grad_norm=10.0, dp_shadow_train=5000,
                  dp_reconstructor_steps=4000),
@@ -105,7 +108,7 @@ SCALES = {
                   shadow_val=10_000, reconstructor_steps=1_000_000, unconditional_steps=1_000_000, hidden=256,
                   extractor_epochs=50, extractor_hidden=256, init_std=0.002,
                   shadow_counts=(10_000, 100_000, 1_000_000), init_stds=(0.0002, 0.02, 0.2),
-                  binary_variants=(False, True), training_variants=tuple(TRAINING_VARIANTS),
+                  binary_variants=(False, True), training_variants=tuple(TRAINING_VARIANTS), ood=True,
                   variant_shadow_train=2_560_000, variant_reconstructor_steps=1_000_000, dp_set_size=10,
                   dp_noise_multipliers=(0.435, 0.6, 0.85, 1.23, 1.82), dp_max_grad_norm=4.0,
                   dp_shadow_train=2_560_000, dp_reconstructor_steps=1_000_000),
@@ -132,7 +135,8 @@ class Settings(_Settings):
     the two factors of Section 3.2 (Fig. 3a, 3b) run at ``N = 10`` (none at ``ci``); ``binary_variants`` the attacks
     on Table 6's binary heads at ``N = 10`` (Section 3.2, point 4), each ``False`` (the raw weights) or ``True``
     (hidden units ordered; none at ``ci``); ``training_variants`` the changed training recipes of Section 3.2,
-    points 5 and 7 (names of :data:`TRAINING_VARIANTS`; none at ``ci``), run at ``N = 10`` with
+    points 5 and 7 (names of :data:`TRAINING_VARIANTS`; none at ``ci``), and with ``ood`` the attack whose adversary
+    draws its shadow sets out of distribution (point 8, :func:`out_of_distribution_pool`), run at ``N = 10`` with
     ``variant_shadow_train`` training heads and ``variant_reconstructor_steps`` steps, beside Table 3's recipe at the
     same settings; ``dp_*`` the DP-SGD sweep of Section 4 (Fig. 4):
     set size, noise multipliers, clipping norm (Section 4: 4.0 for MNIST, 1.2 for CIFAR), number of training shadow
@@ -157,6 +161,7 @@ class Settings(_Settings):
     init_stds: tuple[float, ...]
     binary_variants: tuple[bool, ...]
     training_variants: tuple[str, ...]
+    ood: bool
     variant_shadow_train: int
     variant_reconstructor_steps: int
     dp_set_size: int
@@ -200,6 +205,8 @@ class Settings(_Settings):
                              f"{tuple(TRAINING_VARIANTS)}")
         for name in self.training_variants:
             validation.choice("training_variants", name, tuple(TRAINING_VARIANTS))
+        if not isinstance(self.ood, bool):
+            raise ValueError(f"ood={self.ood!r}; allowed: True or False")
         validation.integer("variant_shadow_train", self.variant_shadow_train, minimum=2)
         validation.integer("variant_reconstructor_steps", self.variant_reconstructor_steps)
         validation.grid("dp_noise_multipliers", self.dp_noise_multipliers, what="noise multipliers")
@@ -579,7 +586,7 @@ def phi_fits(result: AttackResult) -> dict[str, float]:
 def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: int, shadow_train: int | None = None,
                init_std: float | None = None, noise_multiplier: float | None = None, steps: int | None = None,
                conditional: bool = True, binary: bool = False, canonical: bool = False, variant: str | None = None,
-               curves: bool = False, progress: bool = True) -> AttackResult:
+               ood: bool = False, curves: bool = False, progress: bool = True) -> AttackResult:
     """The whole attack for one ``N``: Algorithm 1 on the training pool (``shadow_train`` heads) and on the validation
     pool (``cfg.shadow_val`` heads), the weight statistics, the conditional reconstructor trained with Eq. (3) for
     ``steps`` Adam steps (default ``cfg.reconstructor_steps``, rounded up to whole passes over the heads), and
@@ -592,6 +599,8 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
     with ``canonical`` their hidden units ordered by output weight before the attack sees them (ours).  With
     ``variant`` (a name of :data:`TRAINING_VARIANTS`) every head is trained by that changed recipe (Section 3.2,
     points 5 and 7), the adversary's shadow heads too: the threat model gives the adversary the recipe.  With
+    ``ood`` the adversary's shadow sets and the reconstructor's targets come from :func:`out_of_distribution_pool`
+    (point 8), while ``tau_NN`` and the prior draws of ``H1*`` stay those of the data distribution.  With
     ``curves`` the reconstructor is scored after every pass over the heads (Fig. 3c, :func:`training_curves`): the
     validation heads' Eq. (3) loss and TPR at FPR = 0.01, the latter against surrogate draws from a generator of their
     own, so that the run's numbers do not change."""
@@ -617,14 +626,17 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
     generator = torch.Generator().manual_seed(cfg.seed * 1000 + set_size)
     seconds = {}
     start = time.perf_counter()
-    train_x, train_y = pool.train
+    train_x, train_y = out_of_distribution_pool(cfg, pool) if ood else pool.train
     val_x, val_y = pool.validation
     feats_train, feats_val = extractor.pool_features(pool)
+    if ood:
+        feats_train = extractor.features(train_x)
     store, fingerprint = None, None
     if cfg.shadow_dir is not None:  # a stored run is tied to the exact features and labels it was trained on
         store = _in_repository(cfg.shadow_dir) / (
             f"{cfg.dataset}{'-binary' if binary else ''}{'-canonical' if canonical else ''}"
-            f"{'' if variant is None else '-' + variant.replace(' ', '').replace('/', '-')}-N{set_size}"
+            f"{'' if variant is None else '-' + variant.replace(' ', '').replace('/', '-')}{'-ood' if ood else ''}"
+            f"-N{set_size}"
             f"-K{shadow_train}-std{recipe.init_std:g}-sigma{noise_multiplier}-seed{cfg.seed}")
         digest = hashlib.sha256(feats_train.numpy().tobytes() + train_y.numpy().tobytes()).hexdigest()[:16]
         fingerprint = {"dataset": cfg.dataset, "seed": cfg.seed, "features": digest}
@@ -667,8 +679,8 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
     h0 = attack.min_mse_table(model, val_w, val_images, conditional=conditional)
     h1 = attack.min_mse_table(model, surrogate, val_images, conditional=conditional)
     groups = val_images if conditional else val_images.flatten(1, 2)[:, None]
-    h_prior = attack.prior_table(train_x, groups, generator)  # prior draws disjoint from the sets
-    tau = attack.nearest_neighbour_threshold(val_x, train_x)
+    h_prior = attack.prior_table(pool.train[0], groups, generator)  # prior draws disjoint from the sets
+    tau = attack.nearest_neighbour_threshold(val_x, pool.train[0])
     return AttackResult(set_size, tau, h0, h1, h_prior, float(accuracy.mean()), float(accuracy.std()), model,
                         statistics, val_w, val_sets, surrogate, history, seconds, conditional)
 
@@ -881,24 +893,41 @@ def binary_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: At
 
 
 def variant_sweep(cfg: Settings, pool: Pools, extractor: Extractor, progress: bool = False) -> pd.DataFrame:
-    """Section 3.2, points 5 and 7 at ``N = 10``: the attack with Table 3's recipe and with each changed recipe of
-    ``cfg.training_variants`` (:data:`TRAINING_VARIANTS`), all with ``cfg.variant_shadow_train`` training heads and
-    ``cfg.variant_reconstructor_steps`` reconstructor steps (fewer than the main run's at ``book`` scale: the rows
-    compare with each other, not with Table 1); one row per recipe with its gradient steps, the rates (with the
-    binomial standard errors of TPR* and of the TPR at FPR = 0.01), the heads' test accuracy, and the paper's TPR
-    and FPR at ``tau_NN`` where it gives them (Table 1 for Table 3's recipe, :data:`PAPER_VARIANTS`; for the others
-    the paper reports "no significant changes").  Without variants (``ci``) nothing runs and the table is empty."""
+    """Section 3.2, points 5, 7 and 8 at ``N = 10``: the attack with Table 3's recipe, with each changed recipe of
+    ``cfg.training_variants`` (:data:`TRAINING_VARIANTS`) and, with ``cfg.ood``, with the adversary's shadow sets
+    drawn out of distribution (:data:`OOD`, :func:`out_of_distribution_pool`), all with ``cfg.variant_shadow_train``
+    training heads and ``cfg.variant_reconstructor_steps`` reconstructor steps (fewer than the main run's at ``book``
+    scale: the rows compare with each other, not with Table 1); one row per change with the heads' gradient steps,
+    the rates (with the binomial standard errors of TPR* and of the TPR at FPR = 0.01), the heads' test accuracy, and
+    the paper's TPR and FPR at ``tau_NN`` where it gives them (Table 1 for Table 3's recipe, :data:`PAPER_VARIANTS`;
+    for the epochs and mini-batches the paper reports "no significant changes").  Without changes (``ci``) nothing
+    runs and the table is empty."""
     experiment = PAPER_ROW[cfg.dataset]
+    changes = [*cfg.training_variants, *([OOD] if cfg.ood else [])]
     rows = []
-    for variant in (None, *cfg.training_variants) if cfg.training_variants else ():
+    for change in (None, *changes) if changes else ():
+        variant = change if change in TRAINING_VARIANTS else None
         result = run_attack(cfg, pool, extractor, set_size=10, shadow_train=cfg.variant_shadow_train,
-                            steps=cfg.variant_reconstructor_steps, variant=variant, progress=progress)
-        paper = PAPER_TABLE1[experiment][10][:2] if variant is None else PAPER_VARIANTS.get(variant, {}).get(
+                            steps=cfg.variant_reconstructor_steps, variant=variant, ood=change == OOD,
+                            progress=progress)
+        paper = PAPER_TABLE1[experiment][10][:2] if change is None else PAPER_VARIANTS.get(change, {}).get(
             experiment, (np.nan, np.nan))
-        rows.append({"training": "Table 3 (full-batch SGD)" if variant is None else variant,
+        rows.append({"change": "none (Table 3's full-batch SGD)" if change is None else change,
                      "gradient steps": HeadRecipe.of(cfg.dataset, 10, variant=variant).steps, **_rates_row(result),
                      "TPR* SE": result.summary()["TPR* SE"], "paper TPR*": paper[0], "paper FPR*": paper[1]})
     return pd.DataFrame(rows)
+
+
+def out_of_distribution_pool(cfg: Settings, pool: Pools) -> tuple[torch.Tensor, torch.Tensor]:
+    """Section 3.2, point 8: an adversary whose prior is not the victims'.  The paper trains its shadow heads on
+    CIFAR-100 images with random balanced labels 0-9 and attacks CIFAR-10 heads; here the images of the pre-training
+    pool (CIFAR-100 for ``cifar10``, EMNIST letters for ``mnist``; for the ``digits``, digits the attack never sees,
+    turned by 90 degrees so that they are other symbols) with labels ``randperm % 10`` (seeded by ``cfg.seed``)."""
+    images = pool.pretrain[0]
+    if cfg.dataset == "digits":
+        images = torch.rot90(images, 1, dims=(-2, -1)).contiguous()
+    labels = torch.randperm(len(images), generator=torch.Generator().manual_seed(cfg.seed + 2)) % NUM_CLASSES
+    return images, labels
 
 
 def reconstruction_grid(rows: dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]], title: str):
