@@ -291,6 +291,15 @@ class LinearHeads:
         row-major, then its bias (``torch.cat([p.flatten() for p in head.parameters()])`` of an ``nn.Linear``)."""
         return torch.cat([self.weight.flatten(1), self.bias], dim=1)
 
+    @classmethod
+    def unflatten(cls, flat: torch.Tensor, features: int) -> "LinearHeads":
+        """The inverse of :meth:`flat` for heads on ``features`` inputs."""
+        classes = flat.shape[-1] // (features + 1)
+        if flat.ndim != 2 or classes < 1 or classes * (features + 1) != flat.shape[1]:
+            raise ValueError(f"weights of shape {tuple(flat.shape)}; allowed: (K, classes * ({features} + 1))")
+        weight, bias = flat.split([classes * features, classes], dim=1)
+        return cls(weight.reshape(-1, classes, features), bias)
+
     def logits(self, x: torch.Tensor) -> torch.Tensor:
         """Logits (K, B, classes) of inputs ``x``: (B, features), the same for every head, or (K, B, features)."""
         pattern = "bf,kcf->kbc" if x.ndim == 2 else "kbf,kcf->kbc"
@@ -409,7 +418,9 @@ def _weight_space_descent(x: torch.Tensor, labels: torch.Tensor, init: torch.Ten
                           max_grad_norm: float | None, sample_rate: float, optimizer: str, batch_size: int | None,
                           progress: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`fit_linear_heads` on the F-wide weights, for every recipe but full-batch SGD (which runs on the Gram
-    matrices): DP-SGD, mini-batch SGD and Adam.  Returns the weights (K, classes, F) and biases (K, classes)."""
+    matrices): DP-SGD, mini-batch SGD and Adam, the update by ``torch.optim`` (:func:`_make_optimizer`) on the
+    stacked weights, since both optimisers act elementwise and so on every head separately.  Returns the weights
+    (K, classes, F) and biases (K, classes)."""
     K, N, F = x.shape
     classes, gen_dev = init.shape[1], generator.device
     onehot = nn.functional.one_hot(labels, classes).to(x.dtype)
@@ -422,7 +433,7 @@ def _weight_space_descent(x: torch.Tensor, labels: torch.Tensor, init: torch.Ten
         noise_scale, denominator = noise_multiplier * max_grad_norm, sample_rate * N
     else:
         denominator = N if batch_size is None else batch_size
-    moments = [torch.zeros_like(p) for p in (weight, bias, weight, bias)] if optimizer == "adam" else None
+    update = _make_optimizer(optimizer, [weight, bias], lr, weight_decay, momentum=0.0)  # elementwise: per head
     for step in tqdm(range(steps), desc="shadow heads", unit="step", disable=not progress):
         residual = torch.softmax(torch.baddbmm(bias, x, weight), -1).sub_(onehot)  # (K, N, classes)
         if private:
@@ -439,16 +450,8 @@ def _weight_space_descent(x: torch.Tensor, labels: torch.Tensor, init: torch.Ten
                         .transpose(1, 2), alpha=noise_scale)
             grad_b.add_(torch.randn(K, classes, generator=generator, device=gen_dev).to(x.device, x.dtype)[:, None],
                         alpha=noise_scale)
-        if moments is None:  # SGD with coupled weight decay: theta - lr (g / denominator + weight_decay theta)
-            weight.mul_(1.0 - lr * weight_decay).sub_(grad_w, alpha=lr / denominator)
-            bias.mul_(1.0 - lr * weight_decay).sub_(grad_b, alpha=lr / denominator)
-        else:
-            for param, grad, first, second in ((weight, grad_w, *moments[0::2]), (bias, grad_b, *moments[1::2])):
-                grad.div_(denominator).add_(param, alpha=weight_decay)
-                first.mul_(0.9).add_(grad, alpha=0.1)
-                second.mul_(0.999).addcmul_(grad, grad, value=0.001)
-                corrected = (second / (1.0 - 0.999 ** (step + 1))).sqrt_().add_(1e-8)
-                param.addcdiv_(first, corrected, value=-lr / (1.0 - 0.9 ** (step + 1)))
+        weight.grad, bias.grad = grad_w.div_(denominator), grad_b.div_(denominator)
+        update.step()
     return weight.transpose(1, 2).contiguous(), bias[:, 0]
 
 

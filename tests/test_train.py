@@ -168,6 +168,10 @@ def test_linear_heads_equal_one_torch_sgd_per_head(monkeypatch, min_heads):
     flat = heads.flat()
     assert flat.shape == (3, 3 * 5 + 3)
     torch.testing.assert_close(flat[1], torch.cat([heads.weight[1].flatten(), heads.bias[1]]))
+    back = train.LinearHeads.unflatten(flat, 5)
+    assert torch.equal(back.weight, heads.weight) and torch.equal(back.bias, heads.bias)
+    with pytest.raises(ValueError, match=r"allowed: \(K, classes \* \(4 \+ 1\)\)"):
+        train.LinearHeads.unflatten(flat, 4)
 
 
 def test_linear_heads_layouts_agree_on_large_logits(monkeypatch):

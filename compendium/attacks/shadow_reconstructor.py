@@ -191,14 +191,19 @@ def train_reconstructor(model: nn.Module, weights: torch.Tensor, sets: torch.Ten
 # ---------------------------------------------------------------------------------------------------------------
 # Algorithm 3 and Definition 1: min-MSE tables, rates, thresholds
 # ---------------------------------------------------------------------------------------------------------------
+def mse_matrix(candidates: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """The MSE (over pixels and channels) between each candidate (B, ...) and each of its ``M`` targets (B, M, ...):
+    shape (B, M)."""
+    return ((candidates[:, None] - targets) ** 2).flatten(2).mean(-1)
+
+
 def min_mse(candidates: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Eq. (4): the smallest MSE (over pixels and channels) between each candidate (B, ...) and its ``M`` targets
-    (B, M, ...): shape (B,)."""
-    return ((candidates[:, None] - targets) ** 2).flatten(2).mean(-1).min(-1).values
+    """Eq. (4): the smallest MSE between each candidate (B, ...) and its ``M`` targets (B, M, ...): shape (B,)."""
+    return mse_matrix(candidates, targets).min(-1).values
 
 
-def _reconstructions(model: nn.Module, weights: torch.Tensor, images: torch.Tensor, *, conditional: bool,
-                     batch_size: int):
+def reconstructions(model: nn.Module, weights: torch.Tensor, images: torch.Tensor, *, conditional: bool,
+                    batch_size: int):
     """Yield ``(rows, c, reconstructions, targets)`` for ``batch_size`` heads and one class (one group, the whole
     set, when not ``conditional``) at a time: the reconstructions ``R(theta_k, c)`` (or ``R(theta_k)``) on the CPU
     and the images ``images[rows, c]`` they are compared with; the model in ``eval()`` mode, restored afterwards."""
@@ -228,7 +233,7 @@ def min_mse_table(model: nn.Module, weights: torch.Tensor, images: torch.Tensor,
     ``conditional=False`` it is Algorithm 2's for the unconditional ``R(theta)``: ``H[k, 0] = min_{Z in D_k}
     MSE(Z, R(theta_k))`` over all ``N = C M`` images, shape (K, 1)."""
     table = torch.empty(len(weights), images.shape[1] if conditional else 1, dtype=torch.float64)
-    for rows, c, out, targets in _reconstructions(model, weights, images, conditional=conditional,
+    for rows, c, out, targets in reconstructions(model, weights, images, conditional=conditional,
                                                   batch_size=batch_size):
         table[rows, c] = min_mse(out, targets).double()
     return table
@@ -243,7 +248,7 @@ def validation_loss(model: nn.Module, weights: torch.Tensor, images: torch.Tenso
     standardised, images (K, C, M, ...)."""
     device = next(model.parameters()).device
     total, count = 0.0, 0
-    for _, _, out, targets in _reconstructions(model, weights, images, conditional=conditional,
+    for _, _, out, targets in reconstructions(model, weights, images, conditional=conditional,
                                                batch_size=batch_size):
         errors = reconstruction_errors(out.to(device), targets.to(device), perceptual)
         total += float(softmin_loss(errors, alpha).sum())

@@ -70,6 +70,10 @@ PAPER_TABLE1 = {
 }
 PAPER_HEAD_ACCURACY = {"MNIST": {10: 0.812, 40: 0.920}, "CIFAR": {10: 0.587, 40: 0.794}}  # Table 4
 PAPER_ROW = {"digits": "MNIST", "mnist": "MNIST", "cifar10": "CIFAR"}  # the paper's experiment beside each dataset
+#: Section 2's nearest-neighbour thresholds tau_NN (MNIST at the reconstruction resolution 32x32).
+PAPER_TAU_NN = {"MNIST": 0.0696, "CIFAR": 0.1284}
+#: Section 3.2, point 3: TPR and FPR at tau_NN of the unconditional reconstructor (Algorithm 2), CIFAR-10, N = 10.
+PAPER_UNCONDITIONAL = {"CIFAR": (0.543, 0.281)}
 #: Section 3.2, point 4: TPR and FPR at tau_NN of the binary heads (even / odd MNIST, animal / vehicle CIFAR), N = 10.
 PAPER_BINARY = {"MNIST": (0.461, 0.018), "CIFAR": (0.282, 0.095)}
 #: Section 3.2, points 5 and 7: the attacked heads' (and so the shadow heads') training changed, N = 10: one epoch
@@ -130,7 +134,9 @@ class Settings(_Settings):
     2.56e6 and 1e4); ``reconstructor_steps`` the reconstructor's Adam steps on batches of 32 shadow heads (rounded up
     to whole passes over the heads; the paper about 1e6) and ``hidden`` its width; ``unconditional_steps`` those of
     Algorithm 2's unconditional reconstructor (Section 3.2, point 3; fewer than the main run's only at ``ci``);
-    ``extractor_epochs`` / ``extractor_hidden`` the feature extractor's training and feature dimension;
+    ``extractor_epochs`` the feature extractor's training epochs (the digits MLP's, VGGtiny's for MNIST; not used for
+    CIFAR's pre-trained EfficientNet) and ``extractor_hidden`` its feature dimension (the digits MLP's only: VGGtiny
+    and EfficientNet-B0 fix theirs at 256 and 1280);
     ``init_std`` the heads' initialisation (Table 3: 0.002); ``shadow_counts`` and ``init_stds`` the extra values of
     the two factors of Section 3.2 (Fig. 3a, 3b) run at ``N = 10`` (none at ``ci``); ``binary_variants`` the attacks
     on Table 6's binary heads at ``N = 10`` (Section 3.2, point 4), each ``False`` (the raw weights) or ``True``
@@ -563,15 +569,11 @@ def head_accuracy(weights: torch.Tensor, features: torch.Tensor, labels: torch.T
                   recipe: HeadRecipe | None = None) -> torch.Tensor:
     """Test accuracy (K,) of heads given by their flattened weights (K, 10 F + 10), or of a binary ``recipe``'s
     heads (K, H (F + 2) + 1) on its two-way task, on ``features`` (B, F) with class ``labels`` (B,)."""
-    F = features.shape[1]
-    if recipe is not None and recipe.hidden:
-        heads = lambda w: train.BinaryHeads.unflatten(w, F)
-        labels = recipe.targets(labels)
-    else:
-        heads = lambda w: train.LinearHeads(w[:, :NUM_CLASSES * F].reshape(-1, NUM_CLASSES, F),
-                                            w[:, NUM_CLASSES * F:])
+    binary = recipe is not None and recipe.hidden
+    heads = train.BinaryHeads if binary else train.LinearHeads
+    labels = recipe.targets(labels) if binary else labels
     # 256 heads at a time: 10,000 x 10,000 logits would be 4 GB
-    return torch.cat([heads(w).accuracy(features, labels) for w in weights.split(256)])
+    return torch.cat([heads.unflatten(w, features.shape[1]).accuracy(features, labels) for w in weights.split(256)])
 
 
 def phi_fits(result: AttackResult) -> dict[str, float]:
@@ -737,7 +739,7 @@ def reconstruction_examples(result: AttackResult, pool: Pools, *, heads: int, su
     classes = torch.arange(NUM_CLASSES).repeat(heads).to(device)
     out = model(attack.condition(theta, classes, NUM_CLASSES)).cpu()
     members = pool.validation[0][result.val_sets[:heads]].flatten(0, 1)  # (heads * 10, M, C, H, W)
-    errors = ((out[:, None] - members) ** 2).flatten(2).mean(-1)
+    errors = attack.mse_matrix(out, members)
     nearest = members[torch.arange(len(out)), errors.argmin(1)]
     return (out + 1) / 2, (nearest + 1) / 2, errors.min(1).values <= result.tau
 
@@ -749,13 +751,11 @@ def reconstructed_classes(result: AttackResult, pool: Pools) -> np.ndarray:
     set would spread over all classes."""
     if result.conditional:
         raise ValueError("reconstructed_classes is for the unconditional reconstructor (conditional=False)")
-    model = result.reconstructor.eval()
-    device = next(model.parameters()).device
+    images, labels = (part[result.val_sets] for part in pool.validation)
     nearest = []
-    for weights, members in zip(result.val_weights.split(1024), result.val_sets.flatten(1).split(1024)):
-        out = model(weights.to(device)).cpu()
-        errors = ((out[:, None] - pool.validation[0][members]) ** 2).flatten(2).mean(-1)
-        nearest.append(pool.validation[1][members[torch.arange(len(out)), errors.argmin(1)]])
+    for rows, _, out, targets in attack.reconstructions(result.reconstructor, result.val_weights, images,
+                                                        conditional=False, batch_size=1024):
+        nearest.append(labels[rows].flatten(1)[torch.arange(len(out)), attack.mse_matrix(out, targets).argmin(1)])
     return np.bincount(torch.cat(nearest).numpy(), minlength=NUM_CLASSES) / len(result.val_weights)
 
 
