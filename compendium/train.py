@@ -544,16 +544,36 @@ class BinaryHeads:
         with torch.no_grad():
             return ((self.logits(x.to(self.w1)) > 0) == y.to(self.w1.device).bool()).double().mean(1)
 
+    def loss(self, x: torch.Tensor, y: torch.Tensor, pos_weight: float = 1.0) -> torch.Tensor:
+        """Each head's mean ``BCEWithLogitsLoss(pos_weight)`` (K,) on its own examples ``x`` (K, N, features) with
+        0/1 targets ``y`` (K, N): the training loss :func:`fit_binary_heads` minimises."""
+        with torch.no_grad():
+            z = self.logits(x.to(self.w1))
+            return nn.functional.binary_cross_entropy_with_logits(
+                z, y.to(z), pos_weight=torch.tensor(pos_weight, dtype=z.dtype, device=z.device),
+                reduction="none").mean(1)
+
+    def replace(self, rows: torch.Tensor, other: "BinaryHeads") -> None:
+        """Overwrite the heads ``rows`` with ``other``'s (in place; ``len(other) == len(rows)``)."""
+        for mine, theirs in zip((self.w1, self.b1, self.w2, self.b2), (other.w1, other.b1, other.w2, other.b2)):
+            mine[rows] = theirs.to(mine)
+
 
 def fit_binary_heads(features: torch.Tensor, targets: torch.Tensor, *, hidden: int, steps: int, lr: float,
                      weight_decay: float, init_std: float, generator: torch.Generator, pos_weight: float = 1.0,
-                     device: str = "auto") -> BinaryHeads:
+                     restart_loss: float | None = None, max_attempts: int = 1, device: str = "auto") -> BinaryHeads:
     """Train ``K`` two-layer binary heads at once (:class:`BinaryHeads`, ``hidden`` units), head ``k`` on its own
     ``N`` examples ``features[k]`` (K, N, F) with 0/1 ``targets[k]`` (K, N): Table 6's recipe (Maciazek & Allison
     2025, Appendix D.3) and CelebA's (Table 3).  Weights i.i.d. ``N(0, init_std^2)``, biases 0 (drawn from
     ``generator``: ``W1`` then ``w2``); ``steps`` full-batch gradient steps of the mean ``BCEWithLogitsLoss`` with
     ``pos_weight`` (``-[p y log s(z) + (1 - y) log(1 - s(z))]``, the loss the authors' code uses), coupled weight decay
     on every parameter (``SGD(weight_decay=...)``).
+
+    With ``restart_loss`` the authors' restart rule for CelebA (their ``shadow_model_training.py``; the paper does
+    not state it): a head whose final training loss (:meth:`BinaryHeads.loss`) is at least ``restart_loss`` is
+    re-initialised and trained again, up to ``max_attempts`` trainings in all (the code: 0.05 and 100), the last
+    attempt kept.  Each round re-trains all the heads still above the loss at once, their fresh initial weights drawn
+    from ``generator`` in head order.
 
     Batched by hand rather than with ``torch.func.vmap`` over autograd: the gradients are exact in closed form,
     ``dL/dz = (s(z) (p y + 1 - y) - p y) / N``, back-propagated through the ReLU with batched matmuls (the test suite
@@ -571,6 +591,20 @@ def fit_binary_heads(features: torch.Tensor, targets: torch.Tensor, *, hidden: i
     validation.number("init_std", init_std, at_least=0.0)
     pos_weight = validation.positive("pos_weight", pos_weight)
     validation.generator("generator", generator)
+    validation.integer("max_attempts", max_attempts)
+    if restart_loss is None and max_attempts != 1:
+        raise ValueError(f"max_attempts={max_attempts!r} without restart_loss; allowed: 1, or a restart_loss > 0")
+    if restart_loss is not None:
+        validation.positive("restart_loss", restart_loss)
+        options = dict(hidden=hidden, steps=steps, lr=lr, weight_decay=weight_decay, init_std=init_std,
+                       generator=generator, pos_weight=pos_weight, device=device)
+        heads = fit_binary_heads(features, targets, **options)
+        for _ in range(max_attempts - 1):
+            failed = torch.nonzero(heads.loss(features, targets, pos_weight) >= restart_loss).flatten()
+            if not len(failed):
+                break
+            heads.replace(failed, fit_binary_heads(features[failed.cpu()], targets[failed.cpu()], **options))
+        return heads
     dev = resolve_device(device)
     K, N, F = features.shape
     x = features.to(dev)

@@ -27,6 +27,9 @@ from compendium.chapters import transfer_learned as chapter
     (dict(shadow_heads=10), "unknown parameter"),
     (dict(dataset="svhn"), "dataset='svhn'"),
     (dict(reconstructor="residual"), "reconstructor='residual' with dataset='digits'"),
+    (dict(identity_set_sizes=(10, 15)), "set_sizes=15; allowed: a multiple of the 10 classes"),
+    (dict(identity_shadow_train=1), "identity_shadow_train=1"),
+    (dict(identity_max_attempts=0), "identity_max_attempts=0"),
 ])
 def test_bad_settings_fail_before_any_work(overrides, message):
     with pytest.raises(ValueError, match=message):
@@ -125,8 +128,10 @@ def test_unconditional_attack_scores_whole_sets(tiny_attack):
     assert result.reconstructor.net[0].in_features == 650
     share = chapter.reconstructed_classes(result, pool)
     assert share.shape == (10,) and share.sum() == pytest.approx(1.0) and (share * 16 % 1 == 0).all()
-    with pytest.raises(ValueError, match="one reconstruction per class"):
-        chapter.reconstruction_examples(result, pool, heads=1)
+    recon, nearest, hit = chapter.reconstruction_examples(result, pool, heads=3)  # one per head, nearest of its set
+    assert recon.shape == nearest.shape == (3, 1, 8, 8) and hit.shape == (3,)
+    members = pool.validation[0][result.val_sets[:3]].flatten(1, 2)
+    assert all(any(torch.equal(2 * nearest[k] - 1, m) for m in members[k]) for k in range(3))
     with pytest.raises(ValueError, match="unconditional"):
         chapter.reconstructed_classes(conditional, pool)
 
@@ -376,3 +381,96 @@ def test_out_of_distribution_attack_keeps_the_data_distributions_threshold(tiny_
                                                    variant_reconstructor_steps=40), pool, extractor)
     assert list(table["change"]) == ["none (Table 3's full-batch SGD)", chapter.OOD]
     assert np.isnan(table["paper TPR*"].iloc[1])  # the paper's point 8 is CIFAR's only
+
+
+def test_identity_recipe_is_table3s_celeba_row_on_the_digits():
+    """The CelebA task's heads: FC(4) -> ReLU -> FC(1), positives weighted 10, 100 epochs, the restart rule; the
+    learning rate 0.05 (CelebA's 0.02 leaves most digits heads short of the rule's loss)."""
+    recipe = chapter.HeadRecipe.of("digits", 20, identity=True)
+    assert (recipe.hidden, recipe.init_std, recipe.lr, recipe.weight_decay, recipe.epochs) == (4, 2e-4, 0.05, 1e-2,
+                                                                                               100)
+    assert (recipe.pos_weight, recipe.one_vs_rest, recipe.restart_loss, recipe.max_attempts) == (10.0, True, 0.05, 100)
+    assert recipe.dim(64) == 4 * 66 + 1
+    sets = torch.arange(40).reshape(2, 10, 2)
+    assert recipe.set_targets(sets, torch.zeros(40)).tolist() == [[1.0] * 2 + [0.0] * 18] * 2  # by position
+    with pytest.raises(ValueError, match="binary=True with identity=True"):
+        chapter.HeadRecipe.of("digits", 10, binary=True, identity=True)
+    with pytest.raises(ValueError, match="one_vs_rest or restart_loss for a linear head"):
+        chapter.HeadRecipe(10, one_vs_rest=True)
+
+
+def test_identity_head_scores_by_hand():
+    """Table 5's rates of two hand-made heads on one-hot features: one that fires on its class only (TPR = TNR = 1),
+    one that always fires (TPR = 1, TNR = 0, accuracy (1 + 9 * 0) / 10); the set's own images are not scored."""
+    labels = torch.arange(10).repeat(3)
+    features = torch.nn.functional.one_hot(labels, 10).float()
+    recipe = chapter.HeadRecipe.of("digits", 10, identity=True)
+    w1 = torch.zeros(2, 4, 10)
+    w1[0, 0, 3] = 1.0  # head 0: hidden unit 0 = x_3
+    b1 = torch.zeros(2, 4)
+    b1[1, 0] = 1.0  # head 1: hidden unit 0 = 1
+    w2 = torch.zeros(2, 4)
+    w2[:, 0] = 1.0
+    b2 = torch.tensor([-0.5, 0.0])
+    weights = train.BinaryHeads(w1, b1, w2, b2).flat()
+    sets = torch.stack([torch.cat([torch.tensor([3]), torch.arange(10, 19)]),
+                        torch.cat([torch.tensor([13]), torch.arange(20, 29)])])[..., None]  # identity 3, one image
+    scores = chapter.identity_head_scores(weights, features, labels, sets, recipe)
+    assert scores["TPR"].tolist() == [1.0, 1.0] and scores["TNR"].tolist() == [1.0, 0.0]
+    assert scores["accuracy"].tolist() == pytest.approx([1.0, 0.1])
+    assert scores["training loss"].shape == (2,)
+
+
+def test_identity_attack_scores_the_identitys_images(tiny_attack):
+    """The CelebA experiment's counterpart: one-vs-rest sets, the unconditional reconstructor compared with the
+    identity's M images (row 0 of every set), Table 1 beside the paper's CelebA row, Table 5, and the two scorings."""
+    cfg, pool, extractor, _ = tiny_attack
+    small = dataclasses.replace(cfg, identity_max_attempts=3)
+    result = chapter.run_attack(small, pool, extractor, set_size=10, identity=True, progress=False)
+    again = chapter.run_attack(small, pool, extractor, set_size=10, identity=True, progress=False)
+    assert torch.equal(result.h0, again.h0) and torch.equal(result.h1, again.h1)
+    assert result.identity and not result.conditional and result.h0.shape == result.h1.shape == (16, 1)
+    assert result.val_sets.shape == (16, 10, 1) and result.val_weights.shape == (16, 265)
+    assert result.reconstructor.net[0].in_features == 265
+    labels = pool.validation[1]
+    assert (labels[result.val_sets[:, 1:]] != labels[result.val_sets[:, :1]]).all()
+    images = pool.validation[0][result.val_sets[:, 0]]  # (16, 1, ...): the identity's only image
+    expected = attack_min_mse(result, images)
+    torch.testing.assert_close(result.h0[:, 0], expected)
+    scores = result.head_scores
+    torch.testing.assert_close(scores["accuracy"], (scores["TPR"] + 9 * scores["TNR"]) / 10)
+    assert result.head_accuracy == pytest.approx(float(scores["accuracy"].mean()))
+    table = chapter.table1([result])
+    assert table["paper (CelebA)"].tolist() == [0.441, 0.012, 0.385, 0.914]
+    table5 = chapter.table5([result])
+    assert table5["rate"].tolist() == ["accuracy", "classification TPR", "classification TNR", "training loss < 0.05"]
+    assert table5["paper mean"].iloc[:3].tolist() == [0.914, 0.434, 0.967]
+    assert table5["mean"].iloc[1] == pytest.approx(float(scores["TPR"].mean()))
+    scoring = chapter.identity_scoring(result, pool).set_index("compared with")
+    code, printed = scoring.iloc[0], scoring.iloc[1]
+    assert code["TPR*"] == result.summary()["TPR*"]
+    assert printed["TPR*"] >= code["TPR*"] and printed["FPR*"] >= code["FPR*"]  # more images: smaller minima
+    recon, nearest, _ = chapter.reconstruction_examples(result, pool, heads=4)
+    assert recon.shape == (4, 1, 8, 8) and torch.equal(2 * nearest - 1, images[:4, 0])
+    with pytest.raises(ValueError, match="mixed with others"):
+        chapter.table1([result, tiny_attack[3]])
+    with pytest.raises(ValueError, match="not on the CelebA task"):
+        chapter.table5([tiny_attack[3]])
+
+
+def attack_min_mse(result, images):
+    """min-MSE of each validation head's reconstruction against ``images`` (K, M, ...), by hand."""
+    with torch.no_grad():
+        out = result.reconstructor.eval()(result.val_weights)
+    return ((out[:, None] - images) ** 2).flatten(2).mean(-1).min(1).values.double()
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(conditional=True), "identity=True with conditional"),
+    (dict(binary=True), "identity=True with conditional, binary"),
+    (dict(noise_multiplier=1.0), "identity=True with conditional"),
+    (dict(ood=True), "identity=True with conditional"),
+])
+def test_run_attack_refuses_identity_with_other_changes(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        chapter.run_attack(chapter.settings("ci", "cpu"), None, None, set_size=10, identity=True, **kwargs)

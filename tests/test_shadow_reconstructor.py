@@ -26,6 +26,29 @@ def test_balanced_sets_are_balanced_distinct_and_uniform():
         attack.balanced_sets(labels, per_class=1, count=1, num_classes=4, generator=None)
 
 
+def test_one_vs_rest_sets_draw_one_identity_against_the_others():
+    """The CelebA sets: M distinct images of one identity with more than M images (uniform over those identities),
+    and 9M images of the other identities drawn uniformly with replacement."""
+    labels = torch.tensor([7] * 2 + [3] * 30 + [5] * 9 + [11] * 4)[torch.randperm(45, generator=torch.Generator()
+                                                                              .manual_seed(0))]
+    sets = attack.one_vs_rest_sets(labels, positives=2, count=6000, generator=torch.Generator().manual_seed(1))
+    assert sets.shape == (6000, 10, 2)
+    identity = labels[sets[:, 0, 0]]
+    assert (labels[sets[:, 0]] == identity[:, None]).all() and (sets[:, 0, 0] != sets[:, 0, 1]).all()
+    assert (labels[sets[:, 1:]] != identity[:, None, None]).all()
+    counts = torch.bincount(identity, minlength=12)
+    assert counts[7] == 0 and all(abs(counts[i] - 2000) < 5 * 40 for i in (3, 5, 11))  # 7 has only M = 2 images
+    # identity 3's negatives are uniform over the 15 other images (with replacement: repeats within a set occur)
+    negatives = sets[identity == 3, 1:].flatten()
+    share = torch.bincount(negatives, minlength=45)[labels != 3].double() / len(negatives)
+    assert torch.all((share - 1 / 15).abs() < 5 * (1 / 15 / len(negatives)) ** 0.5)
+    assert (sets[identity == 3, 1:].flatten(1).sort(1).values.diff(1) == 0).any()
+    again = attack.one_vs_rest_sets(labels, positives=2, count=6000, generator=torch.Generator().manual_seed(1))
+    assert torch.equal(sets, again)
+    with pytest.raises(ValueError, match="no identity has more than positives=30"):
+        attack.one_vs_rest_sets(labels, positives=30, count=1, generator=torch.Generator())
+
+
 def test_weight_statistics_standardise_and_surrogate_moments():
     g = torch.Generator().manual_seed(0)
     mix = torch.tensor([[1.0, 0.0, 0.0], [0.8, 0.6, 0.0], [0.0, 0.0, 2.0]])

@@ -361,6 +361,41 @@ def test_binary_heads_flatten_order_and_canonical_form():
         train.BinaryHeads.unflatten(flat[:, :-1], 5)
 
 
+def test_binary_heads_loss_is_the_weighted_bce_of_each_head():
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(3, 8, 5, generator=g)
+    y = (torch.rand(3, 8, generator=g) < 0.3).float()
+    heads = train.fit_binary_heads(x, y, hidden=4, steps=5, lr=0.2, weight_decay=0.0, init_std=0.5,
+                                   generator=torch.Generator().manual_seed(0), device="cpu")
+    z = torch.stack([heads.logits(x[k])[k] for k in range(3)])
+    by_hand = -(10 * y * torch.log(torch.sigmoid(z)) + (1 - y) * torch.log(1 - torch.sigmoid(z))).mean(1)
+    torch.testing.assert_close(heads.loss(x, y, pos_weight=10.0), by_hand)
+
+
+def test_binary_heads_restart_rule_retrains_only_the_heads_above_the_loss():
+    """The authors' CelebA restart rule: heads whose training loss stays at restart_loss or more are trained again
+    from a fresh draw; the others keep their first training, and more heads end below the loss."""
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(200, 10, 6, generator=g)
+    y = torch.zeros(200, 10)
+    y[:, 0] = 1.0
+    options = dict(hidden=4, steps=100, lr=0.3, weight_decay=0.0, init_std=0.05, pos_weight=10.0, device="cpu")
+    once = train.fit_binary_heads(x, y, generator=torch.Generator().manual_seed(0), **options)
+    first = once.loss(x, y, 10.0)
+    failed = first >= 0.05
+    assert 0.1 < failed.double().mean() < 0.9  # the rule has heads to restart and heads to keep
+    one_attempt = train.fit_binary_heads(x, y, generator=torch.Generator().manual_seed(0), restart_loss=0.05,
+                                         **options)
+    assert torch.equal(one_attempt.flat(), once.flat())  # max_attempts=1: the plain training
+    restarted = train.fit_binary_heads(x, y, generator=torch.Generator().manual_seed(0), restart_loss=0.05,
+                                       max_attempts=10, **options)
+    assert torch.equal(restarted.flat()[~failed], once.flat()[~failed])
+    assert not torch.equal(restarted.flat()[failed], once.flat()[failed])
+    assert (restarted.loss(x, y, 10.0) < 0.05).sum() > (first < 0.05).sum()
+    with pytest.raises(ValueError, match="max_attempts=3 without restart_loss"):
+        train.fit_binary_heads(x, y, generator=torch.Generator().manual_seed(0), max_attempts=3, **options)
+
+
 @pytest.mark.parametrize("change, message", [
     (dict(targets=torch.full((2, 3), 2.0)), "0/1 values"),
     (dict(hidden=0), "hidden=0"),

@@ -67,6 +67,41 @@ def balanced_sets(labels: torch.Tensor, *, per_class: int, count: int, num_class
     return out
 
 
+def one_vs_rest_sets(identities: torch.Tensor, *, positives: int, count: int, generator: torch.Generator,
+                     negative_groups: int = 9) -> torch.Tensor:
+    """``count`` training sets of the paper's CelebA experiment (Section 3.1: "M images of that person and 9M images
+    of other randomly selected people"), indices of shape (count, 1 + negative_groups, positives): row ``[k, 0]``
+    holds ``M = positives`` distinct images of one identity (label 1), drawn uniformly among the identities with
+    more than ``M`` images (the authors' ``get_celeba_sets``), and rows ``[k, 1:]`` the ``9 M`` negatives (label 0),
+    drawn uniformly *with replacement* from the images of all other identities, as the authors' code does
+    (``torch.randint``).  ``identities`` (B,) are the pool's identity labels (any integers)."""
+    validation.integer("positives", positives)
+    validation.integer("count", count)
+    validation.integer("negative_groups", negative_groups)
+    _generator(generator)
+    labels = identities.cpu()
+    order = torch.argsort(labels, stable=True)  # the pool by identity: identity i's images are order[start[i]:...]
+    _, sizes = torch.unique_consecutive(labels[order], return_counts=True)
+    starts = torch.cumsum(sizes, 0) - sizes
+    eligible = torch.nonzero(sizes > positives).flatten()
+    if not len(eligible):
+        raise ValueError(f"no identity has more than positives={positives} images in the pool of {len(labels)}")
+    out = torch.empty(count, 1 + negative_groups, positives, dtype=torch.long)
+    rows = max(1, KEY_BUDGET // int(sizes.max()))
+    for first in range(0, count, rows):
+        n = min(rows, count - first)
+        chosen = eligible[torch.randint(len(eligible), (n,), generator=generator, device=generator.device).cpu()]
+        size, start = sizes[chosen][:, None], starts[chosen][:, None]
+        keys = torch.rand(n, int(sizes.max()), generator=generator, device=generator.device).cpu()
+        keys[torch.arange(keys.shape[1]) >= size] = -1.0  # beyond the identity's images: never among the largest
+        out[first:first + n, 0] = order[start + keys.topk(positives, dim=1).indices]
+        # a uniform draw from the len(labels) - size images of the other identities, skipping identity's block
+        others = torch.rand(n, negative_groups * positives, generator=generator, device=generator.device).cpu()
+        picks = (others * (len(labels) - size)).long()
+        out[first:first + n, 1:] = order[picks + (picks >= start) * size].reshape(n, negative_groups, positives)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Section 3.1: weight statistics and the Gaussian surrogate
 # ---------------------------------------------------------------------------------------------------------------
