@@ -148,6 +148,11 @@ def test_training_curves_leave_the_run_unchanged(tiny_attack):
     assert list(curves["steps"]) == [8 * (e + 1) for e in range(epochs)]
     assert curves["training loss"].tolist() == result.history["loss"] == plain.history["loss"]
     assert curves["validation loss"].between(0, 2).all() and curves["TPR@FPR=0.01"].between(0, 1).all()
+    fig = chapter.training_curves_figure(curves, title="t")
+    losses, rates = fig.axes
+    assert [line.get_label() for line in losses.lines] == ["N = 20, training", "N = 20, validation"]
+    assert rates.lines[0].get_ydata().tolist() == curves["TPR@FPR=0.01"].tolist()
+    assert fig._suptitle.get_text() == "t"
     with pytest.raises(ValueError, match="curves=True"):
         chapter.training_curves([plain])
 

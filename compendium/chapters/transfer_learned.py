@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
@@ -112,8 +113,8 @@ SCALES = {
                unconditional_steps=500, hidden=512, extractor_epochs=60, extractor_hidden=64, init_std=0.002,
                shadow_counts=(), init_stds=(), binary_variants=(), training_variants=(), ood=False,
                variant_shadow_train=2000, variant_reconstructor_steps=1000, identity_set_sizes=(10,),
-               identity_shadow_train=1000, identity_steps=300, identity_max_attempts=5, dp_set_size=10, dp_noise_multipliers=(8.0,),
-               dp_max_grad_norm=10.0, dp_shadow_train=2000, dp_reconstructor_steps=1000),
+               identity_shadow_train=1000, identity_steps=300, identity_max_attempts=5, dp_set_size=10,
+               dp_noise_multipliers=(8.0,), dp_max_grad_norm=10.0, dp_shadow_train=2000, dp_reconstructor_steps=1000),
     "book": dict(dataset="digits", data_dir="data", shadow_dir=None, reconstructor="mlp", extractor_checkpoint=None,
                  set_sizes=(10, 40), shadow_train=20_000, shadow_val=1000, reconstructor_steps=10_000,
                  unconditional_steps=4000, hidden=512, extractor_epochs=60, extractor_hidden=64, init_std=0.002,
@@ -785,8 +786,8 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
     else:
         model = models.MLPReconstructor(inputs, tuple(train_x.shape[1:]), cfg.hidden, generator=generator)
     start = time.perf_counter()
-    history = attack.train_reconstructor(model, train_weights, train_sets[:, compared], train_x, statistics=statistics,
-                                         perceptual=perceptual, conditional=conditional,
+    history = attack.train_reconstructor(model, train_weights, train_sets[:, compared], train_x,
+                                         statistics=statistics, perceptual=perceptual, conditional=conditional,
                                          epochs=math.ceil(steps * 32 / shadow_train), generator=generator,
                                          device=cfg.device, progress=progress, on_epoch=on_epoch)
     history["steps"] = [math.ceil(shadow_train / 32) * (epoch + 1) for epoch in range(len(history["loss"]))]
@@ -886,6 +887,26 @@ def training_curves(results: list[AttackResult]) -> pd.DataFrame:
                                     "validation loss": r.history["validation loss"],
                                     "TPR@FPR=0.01": r.history["TPR@FPR=0.01"]}))
     return pd.concat(frames, ignore_index=True)
+
+
+def training_curves_figure(curves: pd.DataFrame, title: str | None = None):
+    """Fig. 3c's layout for a :func:`training_curves` table, one colour per ``N``: Eq. (3) on the training batches
+    (dashed) and on the validation heads (solid) against the reconstructor's steps, and beside it the validation
+    heads' TPR at FPR = 0.01 with chance (TPR = FPR)."""
+    fig, axes = plt.subplots(1, 2, figsize=(plotting.WIDTH, 3.2), layout="constrained")
+    colours = plotting.hue_colours(sorted(curves["N"].unique()))
+    for N, run in curves.groupby("N"):
+        axes[0].plot(run["steps"], run["training loss"], "--", color=colours[N], label=f"N = {N}, training")
+        axes[0].plot(run["steps"], run["validation loss"], "-", color=colours[N], label=f"N = {N}, validation")
+        axes[1].plot(run["steps"], run["TPR@FPR=0.01"], "o-", ms=3, color=colours[N], label=f"N = {N}")
+    axes[0].set(xlabel="reconstructor steps (batches of 32 heads)", ylabel="loss, Eq. (3)")
+    axes[1].axhline(0.01, color=plotting.BOUND, lw=1, label="chance (TPR = FPR)")
+    axes[1].set(xlabel="reconstructor steps", ylabel="TPR at FPR = 0.01 (validation)")
+    for ax in axes:
+        ax.legend(fontsize="small")
+    if title is not None:
+        fig.suptitle(title)
+    return fig
 
 
 @torch.no_grad()
