@@ -570,10 +570,11 @@ def fit_binary_heads(features: torch.Tensor, targets: torch.Tensor, *, hidden: i
     on every parameter (``SGD(weight_decay=...)``).
 
     With ``restart_loss`` the authors' restart rule for CelebA (their ``shadow_model_training.py``; the paper does
-    not state it): a head whose final training loss (:meth:`BinaryHeads.loss`) is at least ``restart_loss`` is
-    re-initialised and trained again, up to ``max_attempts`` trainings in all (the code: 0.05 and 100), the last
-    attempt kept.  Each round re-trains all the heads still above the loss at once, their fresh initial weights drawn
-    from ``generator`` in head order.
+    not state it): a head whose training loss after its last step (:meth:`BinaryHeads.loss`) is at least
+    ``restart_loss`` is re-initialised and trained again, up to ``max_attempts`` trainings in all, the last attempt
+    kept.  Each round re-trains all the heads still above the loss at once, their fresh initial weights drawn from
+    ``generator`` in head order.  The authors' loop differs in two details: it tests the loss of the forward pass
+    before the last step (without weight decay) and stops after ``attempts > 100``, i.e. at most 101 trainings.
 
     Batched by hand rather than with ``torch.func.vmap`` over autograd: the gradients are exact in closed form,
     ``dL/dz = (s(z) (p y + 1 - y) - p y) / N``, back-propagated through the ReLU with batched matmuls (the test suite

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from compendium import train
+from compendium.attacks import shadow_reconstructor as attack
 from compendium.chapters import transfer_learned as chapter
 
 
@@ -27,7 +28,9 @@ from compendium.chapters import transfer_learned as chapter
     (dict(shadow_heads=10), "unknown parameter"),
     (dict(dataset="svhn"), "dataset='svhn'"),
     (dict(reconstructor="residual"), "reconstructor='residual' with dataset='digits'"),
-    (dict(identity_set_sizes=(10, 15)), "set_sizes=15; allowed: a multiple of the 10 classes"),
+    (dict(identity_set_sizes=(10, 15)), "identity_set_sizes=15; allowed: a multiple of the 10 classes"),
+    (dict(identity_set_sizes=()), "identity_set_sizes=\\(\\); allowed: a non-empty tuple"),
+    (dict(identity_set_sizes=(10, 10)), "a non-empty tuple of distinct"),
     (dict(identity_shadow_train=1), "identity_shadow_train=1"),
     (dict(identity_max_attempts=0), "identity_max_attempts=0"),
 ])
@@ -400,18 +403,42 @@ def test_identity_recipe_is_table3s_celeba_row_on_the_digits():
     assert recipe.set_targets(sets, torch.zeros(40)).tolist() == [[1.0] * 2 + [0.0] * 18] * 2  # by position
     with pytest.raises(ValueError, match="binary=True with identity=True"):
         chapter.HeadRecipe.of("digits", 10, binary=True, identity=True)
-    with pytest.raises(ValueError, match="one_vs_rest or restart_loss for a linear head"):
+    with pytest.raises(ValueError, match="one_vs_rest, restart_loss or pos_weight for a linear head"):
         chapter.HeadRecipe(10, one_vs_rest=True)
+    with pytest.raises(ValueError, match="one_vs_rest, restart_loss or pos_weight for a linear head"):
+        chapter.HeadRecipe(10, pos_weight=10.0)
+    with pytest.raises(ValueError, match="max_attempts=3 without restart_loss"):
+        chapter.HeadRecipe(10, hidden=4, max_attempts=3)
+    with pytest.raises(ValueError, match="pos_weight=0"):
+        chapter.HeadRecipe(10, hidden=4, pos_weight=0.0)
+
+
+def test_shadow_heads_draw_balanced_sets_then_train_them():
+    """Algorithm 1's balanced path: shadow_heads draws each shard's sets with balanced_sets and then trains the heads
+    from the same generator, so it equals the two steps done by hand (binary heads: the even/odd targets)."""
+    g = torch.Generator().manual_seed(5)
+    features, labels = torch.randn(60, 7, generator=g), torch.arange(60) % 10
+    recipe = chapter.HeadRecipe.of("digits", 20, binary=True)
+    sets, weights = chapter.shadow_heads(features, labels, recipe, count=6, device="cpu",
+                                         generator=torch.Generator().manual_seed(1))
+    by_hand = torch.Generator().manual_seed(1)
+    expected_sets = attack.balanced_sets(labels, per_class=2, count=6, num_classes=10, generator=by_hand)
+    heads = train.fit_binary_heads(features[expected_sets.flatten(1)], recipe.targets(labels[expected_sets.flatten(1)]),
+                                   hidden=8, steps=recipe.epochs, lr=recipe.lr, weight_decay=recipe.weight_decay,
+                                   init_std=recipe.init_std, generator=by_hand, device="cpu")
+    assert torch.equal(sets, expected_sets) and torch.equal(weights, heads.flat())
 
 
 def test_identity_head_scores_by_hand():
-    """Table 5's rates of two hand-made heads on one-hot features: one that fires on its class only (TPR = TNR = 1),
-    one that always fires (TPR = 1, TNR = 0, accuracy (1 + 9 * 0) / 10); the set's own images are not scored."""
-    labels = torch.arange(10).repeat(3)
-    features = torch.nn.functional.one_hot(labels, 10).float()
+    """Table 5's rates of two hand-made heads on one-hot features of 30 images (identity = image % 10): head 0 fires on
+    its set's own positive image only, so it recognises none of its identity's held-out images (TPR 0, TNR 1); head 1
+    always fires (TPR 1, TNR 0, accuracy (1 + 9 * 0) / 10).  Scoring the set's own images would give head 0 a TPR of
+    1/3 and head 1 the same rates."""
+    labels = torch.arange(30) % 10
+    features = torch.eye(30)
     recipe = chapter.HeadRecipe.of("digits", 10, identity=True)
-    w1 = torch.zeros(2, 4, 10)
-    w1[0, 0, 3] = 1.0  # head 0: hidden unit 0 = x_3
+    w1 = torch.zeros(2, 4, 30)
+    w1[0, 0, 3] = 1.0  # head 0: hidden unit 0 = x_3, image 3 alone
     b1 = torch.zeros(2, 4)
     b1[1, 0] = 1.0  # head 1: hidden unit 0 = 1
     w2 = torch.zeros(2, 4)
@@ -421,8 +448,8 @@ def test_identity_head_scores_by_hand():
     sets = torch.stack([torch.cat([torch.tensor([3]), torch.arange(10, 19)]),
                         torch.cat([torch.tensor([13]), torch.arange(20, 29)])])[..., None]  # identity 3, one image
     scores = chapter.identity_head_scores(weights, features, labels, sets, recipe)
-    assert scores["TPR"].tolist() == [1.0, 1.0] and scores["TNR"].tolist() == [1.0, 0.0]
-    assert scores["accuracy"].tolist() == pytest.approx([1.0, 0.1])
+    assert scores["TPR"].tolist() == [0.0, 1.0] and scores["TNR"].tolist() == [1.0, 0.0]
+    assert scores["accuracy"].tolist() == pytest.approx([0.9, 0.1])
     assert scores["training loss"].shape == (2,)
 
 
@@ -430,8 +457,9 @@ def test_identity_attack_scores_the_identitys_images(tiny_attack):
     """The CelebA experiment's counterpart: one-vs-rest sets, the unconditional reconstructor compared with the
     identity's M images (row 0 of every set), Table 1 beside the paper's CelebA row, Table 5, and the two scorings."""
     cfg, pool, extractor, _ = tiny_attack
-    small = dataclasses.replace(cfg, identity_max_attempts=3)
+    small = dataclasses.replace(cfg, identity_max_attempts=3, identity_shadow_train=256, identity_steps=40)
     result = chapter.run_attack(small, pool, extractor, set_size=10, identity=True, progress=False)
+    assert result.history["steps"][-1] == 40  # the identity_* settings are its defaults
     again = chapter.run_attack(small, pool, extractor, set_size=10, identity=True, progress=False)
     assert torch.equal(result.h0, again.h0) and torch.equal(result.h1, again.h1)
     assert result.identity and not result.conditional and result.h0.shape == result.h1.shape == (16, 1)
@@ -455,8 +483,11 @@ def test_identity_attack_scores_the_identitys_images(tiny_attack):
     code, printed = scoring.iloc[0], scoring.iloc[1]
     assert code["TPR*"] == result.summary()["TPR*"]
     assert printed["TPR*"] >= code["TPR*"] and printed["FPR*"] >= code["FPR*"]  # more images: smaller minima
-    recon, nearest, _ = chapter.reconstruction_examples(result, pool, heads=4)
+    recon, nearest, hit = chapter.reconstruction_examples(result, pool, heads=4)
     assert recon.shape == (4, 1, 8, 8) and torch.equal(2 * nearest - 1, images[:4, 0])
+    picked = chapter.reconstruction_examples(result, pool, heads=torch.tensor([3, 1]))  # heads by index
+    torch.testing.assert_close(picked[0], recon[[3, 1]])  # the same reconstructions, up to the batch's rounding
+    assert torch.equal(picked[1], nearest[[3, 1]]) and torch.equal(picked[2], hit[[3, 1]])
     with pytest.raises(ValueError, match="mixed with others"):
         chapter.table1([result, tiny_attack[3]])
     with pytest.raises(ValueError, match="not on the CelebA task"):
@@ -470,12 +501,8 @@ def attack_min_mse(result, images):
     return ((out[:, None] - images) ** 2).flatten(2).mean(-1).min(1).values.double()
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(conditional=True), "identity=True with conditional"),
-    (dict(binary=True), "identity=True with conditional, binary"),
-    (dict(noise_multiplier=1.0), "identity=True with conditional"),
-    (dict(ood=True), "identity=True with conditional"),
-])
-def test_run_attack_refuses_identity_with_other_changes(kwargs, message):
-    with pytest.raises(ValueError, match=message):
+@pytest.mark.parametrize("kwargs", [dict(conditional=True), dict(binary=True), dict(canonical=True),
+                                    dict(variant="Adam"), dict(ood=True), dict(noise_multiplier=1.0)])
+def test_run_attack_refuses_identity_with_other_changes(kwargs):
+    with pytest.raises(ValueError, match="identity=True with conditional, binary, canonical, variant, ood or "):
         chapter.run_attack(chapter.settings("ci", "cpu"), None, None, set_size=10, identity=True, **kwargs)

@@ -47,6 +47,8 @@ def test_one_vs_rest_sets_draw_one_identity_against_the_others():
     assert torch.equal(sets, again)
     with pytest.raises(ValueError, match="no identity has more than positives=30"):
         attack.one_vs_rest_sets(labels, positives=30, count=1, generator=torch.Generator())
+    with pytest.raises(ValueError, match="the pool holds one identity"):
+        attack.one_vs_rest_sets(torch.zeros(5, dtype=torch.long), positives=2, count=1, generator=torch.Generator())
 
 
 def test_weight_statistics_standardise_and_surrogate_moments():

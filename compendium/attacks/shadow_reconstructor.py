@@ -71,10 +71,13 @@ def one_vs_rest_sets(identities: torch.Tensor, *, positives: int, count: int, ge
                      negative_groups: int = 9) -> torch.Tensor:
     """``count`` training sets of the paper's CelebA experiment (Section 3.1: "M images of that person and 9M images
     of other randomly selected people"), indices of shape (count, 1 + negative_groups, positives): row ``[k, 0]``
-    holds ``M = positives`` distinct images of one identity (label 1), drawn uniformly among the identities with
-    more than ``M`` images (the authors' ``get_celeba_sets``), and rows ``[k, 1:]`` the ``9 M`` negatives (label 0),
-    drawn uniformly *with replacement* from the images of all other identities, as the authors' code does
-    (``torch.randint``).  ``identities`` (B,) are the pool's identity labels (any integers)."""
+    holds ``M = positives`` distinct images of one identity (label 1), the identity drawn uniformly among those with
+    more than ``M`` images and its images uniformly among its own, and rows ``[k, 1:]`` the ``9 M`` negatives
+    (label 0), drawn uniformly *with replacement* from the images of all other identities, as the authors' code does
+    (``torch.randint``).  The authors' loop (``shadow_model_training.py``) instead walks through a permutation of the
+    images and takes each image's identity with that identity's first ``M`` images, so it weights the identities by
+    their number of images; uniform identities are our choice (the digits' classes are nearly equal in size).
+    ``identities`` (B,) are the pool's identity labels (any integers)."""
     validation.integer("positives", positives)
     validation.integer("count", count)
     validation.integer("negative_groups", negative_groups)
@@ -86,6 +89,8 @@ def one_vs_rest_sets(identities: torch.Tensor, *, positives: int, count: int, ge
     eligible = torch.nonzero(sizes > positives).flatten()
     if not len(eligible):
         raise ValueError(f"no identity has more than positives={positives} images in the pool of {len(labels)}")
+    if len(sizes) < 2:
+        raise ValueError("the pool holds one identity; allowed: at least two (the negatives are other identities')")
     out = torch.empty(count, 1 + negative_groups, positives, dtype=torch.long)
     rows = max(1, KEY_BUDGET // int(sizes.max()))
     for first in range(0, count, rows):

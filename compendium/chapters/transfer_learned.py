@@ -207,13 +207,19 @@ class Settings(_Settings):
         if self.dataset == "digits" and self.reconstructor == "residual":
             raise ValueError("reconstructor='residual' with dataset='digits'; allowed: 'mlp' (Table 2's generator "
                              "outputs 32x32 images, the digits are 8x8)")
-        for n in (*self.set_sizes, *self.identity_set_sizes, self.dp_set_size):
-            validation.integer("set_sizes", n, minimum=NUM_CLASSES)
+        if not isinstance(self.identity_set_sizes, tuple) or not self.identity_set_sizes or len(
+                set(self.identity_set_sizes)) < len(self.identity_set_sizes):
+            raise ValueError(f"identity_set_sizes={self.identity_set_sizes!r}; allowed: a non-empty tuple of distinct "
+                             "set sizes")
+        sizes = [*(("set_sizes", n) for n in self.set_sizes), ("dp_set_size", self.dp_set_size),
+                 *(("identity_set_sizes", n) for n in self.identity_set_sizes)]
+        for name, n in sizes:
+            validation.integer(name, n, minimum=NUM_CLASSES)
             if n % NUM_CLASSES:
-                raise ValueError(f"set_sizes={n!r}; allowed: a multiple of the {NUM_CLASSES} classes (balanced sets "
-                                 "of N = 10 M images)")
+                raise ValueError(f"{name}={n!r}; allowed: a multiple of the {NUM_CLASSES} classes (sets of N = 10 M "
+                                 "images)")
             if self.dataset == "digits" and n // NUM_CLASSES > 17:
-                raise ValueError(f"set_sizes={n!r}; allowed: at most 170 (the digits pools hold >= 17 images of "
+                raise ValueError(f"{name}={n!r}; allowed: at most 170 (the digits pools hold >= 17 images of "
                                  "every class)")
         validation.integer("shadow_train", self.shadow_train, minimum=2, what="K >= 2 training shadow heads")
         validation.integer("shadow_val", self.shadow_val, minimum=1, what="K >= 1 validation shadow heads")
@@ -298,8 +304,14 @@ class HeadRecipe:
         validation.choice("optimizer", self.optimizer, ("sgd", "adam"))
         validation.integer("batches_per_epoch", self.batches_per_epoch)
         validation.integer("max_attempts", self.max_attempts)
-        if (self.one_vs_rest or self.restart_loss is not None) and not self.hidden:
-            raise ValueError("one_vs_rest or restart_loss for a linear head; allowed: binary heads (hidden > 0)")
+        validation.positive("pos_weight", self.pos_weight)
+        if self.restart_loss is not None:
+            validation.positive("restart_loss", self.restart_loss)
+        elif self.max_attempts != 1:
+            raise ValueError(f"max_attempts={self.max_attempts!r} without restart_loss; allowed: 1")
+        if not self.hidden and (self.one_vs_rest or self.restart_loss is not None or self.pos_weight != 1.0):
+            raise ValueError("one_vs_rest, restart_loss or pos_weight for a linear head; allowed: binary heads "
+                             "(hidden > 0)")
         if self.set_size % self.batches_per_epoch:
             raise ValueError(f"batches_per_epoch={self.batches_per_epoch!r}; allowed: a divisor of N = "
                              f"{self.set_size} (mini-batches of equal size)")
@@ -616,11 +628,11 @@ class AttackResult:
     identity: bool = False  # the CelebA task: the reconstruction is scored against the identity's images only
     head_scores: dict = field(default_factory=dict)
 
-    def targets(self, pool: "Pools", heads: int) -> torch.Tensor:
-        """The first ``heads`` validation sets' images as Algorithms 2-3 compare them with the reconstructions:
-        (heads, 10, M, ...) per class, or one group (heads, 1, ...): all ``N`` images (Algorithm 2), the identity's
-        ``M`` (the CelebA task)."""
-        sets = self.val_sets[:heads]
+    def targets(self, pool: "Pools", rows: torch.Tensor) -> torch.Tensor:
+        """The images of the validation sets ``rows`` (indices) as Algorithms 2-3 compare them with the
+        reconstructions: (rows, 10, M, ...) per class, or one group (rows, 1, ...): all ``N`` images (Algorithm 2),
+        the identity's ``M`` (the CelebA task)."""
+        sets = self.val_sets[rows]
         images = pool.validation[0][sets[:, :1] if self.identity else sets]
         return images if self.conditional else images.flatten(1, 2)[:, None]
 
@@ -660,20 +672,19 @@ def identity_head_scores(weights: torch.Tensor, features: torch.Tensor, labels: 
     expectation), and ``"training loss"`` the head's final loss on its own set (:meth:`BinaryHeads.loss`)."""
     if not recipe.one_vs_rest:
         raise ValueError("identity_head_scores needs a one_vs_rest recipe (the CelebA task)")
-    identity = labels[sets[:, 0, 0]]
-    held_out = torch.ones(len(sets), len(labels), dtype=torch.bool)
-    held_out[torch.arange(len(sets))[:, None], sets.flatten(1)] = False
-    positive = (labels[None, :] == identity[:, None]) & held_out
-    negative = (labels[None, :] != identity[:, None]) & held_out
-    predicted, loss = [], []
-    for rows in torch.arange(len(sets)).split(256):  # 256 heads at a time, as head_accuracy
+    tpr, tnr, loss = [], [], []
+    for rows in torch.arange(len(sets)).split(256):  # 256 heads at a time: (K, B) masks at 10^4 x 10^4 take GBs
         heads = train.BinaryHeads.unflatten(weights[rows], features.shape[1])
-        predicted.append(heads.logits(features.to(heads.w1)).cpu() > 0)
+        predicted = heads.logits(features.to(heads.w1)).cpu() > 0
+        held_out = torch.ones(len(rows), len(labels), dtype=torch.bool)
+        held_out[torch.arange(len(rows))[:, None], sets[rows].flatten(1)] = False
+        same = labels[None, :] == labels[sets[rows, 0, 0]][:, None]
+        positive, negative = same & held_out, ~same & held_out
+        tpr.append((predicted & positive).sum(1) / positive.sum(1))
+        tnr.append((~predicted & negative).sum(1) / negative.sum(1))
         loss.append(heads.loss(features[sets[rows].flatten(1)], recipe.set_targets(sets[rows], labels),
                                recipe.pos_weight).cpu())
-    predicted = torch.cat(predicted)
-    tpr = ((predicted & positive).sum(1) / positive.sum(1)).double()
-    tnr = ((~predicted & negative).sum(1) / negative.sum(1)).double()
+    tpr, tnr = torch.cat(tpr).double(), torch.cat(tnr).double()
     return {"accuracy": (tpr + 9 * tnr) / 10, "TPR": tpr, "TNR": tnr, "training loss": torch.cat(loss)}
 
 
@@ -706,7 +717,8 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
     ``ood`` the adversary's shadow sets and the reconstructor's targets come from :func:`out_of_distribution_pool`
     (point 8), while ``tau_NN`` and the prior draws of ``H1*`` stay those of the data distribution.  With
     ``identity`` the heads do the CelebA experiment's task (:data:`IDENTITY_TASKS`: one identity, here a class,
-    against the rest, at most ``cfg.identity_max_attempts`` trainings per head) and the reconstructor is the paper's
+    against the rest, at most ``cfg.identity_max_attempts`` trainings per head; ``shadow_train`` and ``steps``
+    default to ``cfg.identity_shadow_train`` and ``cfg.identity_steps``) and the reconstructor is the paper's
     CelebA one: unconditional (``conditional`` may not be ``True``), trained and scored against the identity's ``M``
     images only.  With
     ``curves`` the reconstructor is scored after every pass over the heads (Fig. 3c, :func:`training_curves`): the
@@ -715,9 +727,11 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
     validation.integer("set_size", set_size, minimum=NUM_CLASSES)
     if set_size % NUM_CLASSES:
         raise ValueError(f"set_size={set_size!r}; allowed: a multiple of the {NUM_CLASSES} classes")
-    shadow_train = cfg.shadow_train if shadow_train is None else validation.integer("shadow_train", shadow_train,
-                                                                                     minimum=2)
-    steps = cfg.reconstructor_steps if steps is None else validation.integer("steps", steps)
+    if shadow_train is None:
+        shadow_train = cfg.identity_shadow_train if identity else cfg.shadow_train
+    validation.integer("shadow_train", shadow_train, minimum=2)
+    steps = validation.integer("steps", (cfg.identity_steps if identity else cfg.reconstructor_steps)
+                               if steps is None else steps)
     if identity and (conditional or binary or canonical or variant is not None or ood
                      or noise_multiplier is not None):
         raise ValueError("identity=True with conditional, binary, canonical, variant, ood or noise_multiplier; "
@@ -910,18 +924,20 @@ def training_curves_figure(curves: pd.DataFrame, title: str | None = None):
 
 
 @torch.no_grad()
-def reconstruction_examples(result: AttackResult, pool: Pools, *, heads: int, surrogate: bool = False
+def reconstruction_examples(result: AttackResult, pool: Pools, *, heads: int | torch.Tensor, surrogate: bool = False
                             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Figures 1, 2, 11, 12 and 15: for the first ``heads`` validation heads, the reconstruction (from the head's
+    """Figures 1, 2, 11, 12 and 15: for the first ``heads`` validation heads (or the heads of an index tensor
+    ``heads``), the reconstruction (from the head's
     weights, or from its surrogate draw when ``surrogate``; the latter are the false-positive candidates) of every
     class (one per head for an unconditional reconstructor), the nearest of the images it is compared with (the
     set's class-``c`` images; all of the set's, or the identity's for the CelebA task), and whether the min-MSE is at
     most ``tau_NN``.  Returns images (reconstructions, C, H, W) in [0, 1] (reconstruction, nearest) and the success
     flags, ``heads * 10`` of each (``heads`` when unconditional)."""
+    rows = torch.arange(heads) if isinstance(heads, int) else heads
     model = result.reconstructor.eval()
     device = next(model.parameters()).device
-    weights = (result.surrogate_weights if surrogate else result.val_weights)[:heads]
-    targets = result.targets(pool, len(weights))
+    weights = (result.surrogate_weights if surrogate else result.val_weights)[rows]
+    targets = result.targets(pool, rows)
     if result.conditional:
         theta = weights.repeat_interleave(NUM_CLASSES, 0).to(device)
         classes = torch.arange(NUM_CLASSES).repeat(len(weights)).to(device)
