@@ -27,3 +27,10 @@ def resolve_device(device: str = "auto") -> torch.device:
 def repository_root() -> Path:
     """The repository root (the folder holding ``_config.yml`` and ``_toc.yml``)."""
     return Path(__file__).resolve().parent.parent
+
+
+def in_repository(path: str | Path) -> Path:
+    """``path``, a relative one taken from the repository root rather than from the working directory (a notebook
+    runs in ``notebooks/``, the tests in the root): the one rule for every data, weight and output folder."""
+    path = Path(path)
+    return path if path.is_absolute() else repository_root() / path

@@ -26,7 +26,7 @@ import papermill
 
 import compendium
 from compendium import chapters
-from compendium.base import repository_root, resolve_device
+from compendium.base import in_repository, repository_root, resolve_device
 
 KERNEL = "python3"
 METADATA_KEY = "compendium"  # executed notebooks carry {"cache_key", "parameters", "version"} under this key
@@ -38,11 +38,6 @@ class ChapterExecutionError(RuntimeError):
 
 class BookBuildError(RuntimeError):
     """``jupyter-book build`` failed (a warning counts as a failure)."""
-
-
-def _absolute(path: Path | str) -> Path:
-    path = Path(path)
-    return path if path.is_absolute() else repository_root() / path
 
 
 def package_digest() -> str:
@@ -89,7 +84,7 @@ def execute_notebook(
     partially executed notebook (with the traceback) is kept as ``<target stem>.failed.ipynb`` and a
     :class:`ChapterExecutionError` names the chapter and that file.  Returns whether the notebook was executed.
     """
-    source, target = _absolute(source), _absolute(target)
+    source, target = in_repository(source), in_repository(target)
     label = label or source.stem
     key = cache_key(source, parameters)
     if not force and stored_key(target) == key:
@@ -157,7 +152,7 @@ def execute_chapter(
     if clash:
         raise ValueError(f"extra_parameters may not set {clash}; use the scale, device and seed arguments")
     parameters = {"scale": scale, "device": device, "seed": seed, **extra}
-    target = _absolute(output) if output is not None else _absolute(out_dir) / chapter.notebook
+    target = in_repository(output) if output is not None else in_repository(out_dir) / chapter.notebook
     execute_notebook(chapter.notebook, target, parameters, force=force, label=key)
     return target
 
@@ -169,7 +164,7 @@ def stage_book(executed_dir: Path, stage_dir: Path) -> Path:
     ``stage_dir`` is emptied first.  Returns it.
     """
     root = repository_root()
-    executed_dir, stage_dir = _absolute(executed_dir), _absolute(stage_dir)
+    executed_dir, stage_dir = in_repository(executed_dir), in_repository(stage_dir)
     if stage_dir == root or stage_dir in root.parents:
         raise ValueError(f"stage_dir={str(stage_dir)!r} would hold the repository; use a folder such as _build/stage")
     missing = [c.notebook for c in chapters.registry().values() if not (executed_dir / c.notebook).is_file()]
@@ -194,7 +189,7 @@ def build_book(
     ``jupyter-book build -W -n --keep-going`` (into ``out/stage/_build/html``) and copy the site to ``out/html``.
     Returns that folder."""
     _check_run(scale, device, seed)
-    out = _absolute(out)
+    out = in_repository(out)
     for key in chapters.registry():
         execute_chapter(key, scale=scale, device=device, seed=seed, out_dir=out / "executed", force=force)
     stage = stage_book(out / "executed", out / "stage")

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from compendium import validation
-from compendium.base import repository_root
+from compendium.base import in_repository
 
 # Bundled in the scikit-image wheel (no download): NASA public domain or CC0.
 PHOTO_NAMES = ("astronaut", "chelsea", "coffee", "rocket", "hubble_deep_field", "immunohistochemistry", "retina")
@@ -183,9 +183,7 @@ def imagenet_val_images(folder: str | Path, n: int, transform,
         raise ValueError(f"n={n!r}; allowed: an integer >= 1")
     if not callable(transform):
         raise ValueError(f"transform must be a callable from a PIL image to a tensor; got {type(transform).__name__}")
-    root = Path(folder)
-    if not root.is_absolute():
-        root = repository_root() / root
+    root = in_repository(folder)
     files, labels, classes = _imagenet_files(root)
     if len(files) < n:
         raise ValueError(
@@ -220,8 +218,8 @@ def chapter_images(source: str, n: int, resolution: int, seed: int = 0,
     if source == "photos":
         return photo_crops(n, resolution, seed)
     if source == "imagenet":
-        folder = Path(imagenet_dir if imagenet_dir is not None else "data/imagenet-val")
-        return imagenet_folder(folder if folder.is_absolute() else repository_root() / folder, n, resolution)
+        return imagenet_folder(in_repository(imagenet_dir if imagenet_dir is not None else "data/imagenet-val"), n,
+                               resolution)
     raise ValueError(f"source={source!r}; allowed: 'photos', 'imagenet'")
 
 

@@ -141,6 +141,12 @@ def test_repository_root():
     assert (root / "_config.yml").is_file() and (root / "_toc.yml").is_file()
 
 
+def test_in_repository_takes_relative_paths_from_the_root(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # not the root: a notebook runs in notebooks/
+    assert base.in_repository("data/mnist") == base.repository_root() / "data" / "mnist"
+    assert base.in_repository(tmp_path / "x") == tmp_path / "x"
+
+
 @pytest.mark.parametrize("scale", chapters.SCALES)
 def test_hcr_scales_resolve_offline_below_paper(scale):
     cfg = hcr_chapter.settings(scale, device="cpu")

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -25,7 +24,7 @@ from tqdm import tqdm
 from compendium import data as datasets
 from compendium import metrics, validation
 from compendium.attacks import diffusion_guided as dg
-from compendium.base import repository_root, resolve_device
+from compendium.base import in_repository, resolve_device
 from compendium.bounds import diffusion as theory
 from compendium.chapters.base import Settings as _Settings
 from compendium.chapters.base import resolve
@@ -194,9 +193,7 @@ def load_data(cfg: Settings) -> Data:
         x = 2 * x - 1
         return Data(x[:PRIOR_IMAGES], x[PRIOR_IMAGES:PRIOR_IMAGES + count], y[PRIOR_IMAGES:PRIOR_IMAGES + count] % 2,
                     cfg.targets)
-    folder = Path(cfg.celeba_dir)
-    folder = folder if folder.is_absolute() else repository_root() / folder
-    images = 2 * datasets.celeba_hq(folder, count, cfg.image_size) - 1
+    images = 2 * datasets.celeba_hq(in_repository(cfg.celeba_dir), count, cfg.image_size) - 1
     return Data(None, images, torch.arange(count) % 2, cfg.targets)
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -175,7 +174,7 @@ def load_data(cfg: Settings) -> Datasets:
     0.1307 / 0.3081, Sec. 3.1) and CIFAR-10 (``data.cifar10``), downloaded into ``cfg.data_dir``.  Colour inputs are
     mapped to ``2x - 1`` as in the paper (Sec. 3.2).
     """
-    root = Path(cfg.data_dir) if Path(cfg.data_dir).is_absolute() else base.repository_root() / cfg.data_dir
+    root = base.in_repository(cfg.data_dir)
     if cfg.gray_data == "digits":
         gray_train, gray_test = data.digits("train", cfg.seed), data.digits("test", cfg.seed)
         gray_norm = (float(gray_train[0].mean()), float(gray_train[0].std()))

@@ -35,7 +35,7 @@ from tqdm import tqdm
 from compendium import data, dp, metrics, models, plotting, train, validation
 from compendium.attacks import shadow_reconstructor as attack
 from compendium.attacks.shadow_store import ShadowStore, ShadowWriter
-from compendium.base import repository_root, resolve_device
+from compendium.base import in_repository, resolve_device
 from compendium.bounds import transfer_learned as roc
 from compendium.chapters.base import Settings as _Settings
 from compendium.chapters.base import resolve
@@ -266,11 +266,6 @@ def settings(scale: str = "book", device: str = "auto", seed: int = 0, **overrid
     return resolve(Settings, SCALES, scale, device, seed, overrides)
 
 
-def _in_repository(folder: str) -> Path:
-    """``folder``, relative ones taken from the repository root (not from the notebook's working directory)."""
-    return Path(folder) if Path(folder).is_absolute() else repository_root() / folder
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # Recipe (Table 3, MNIST row) and DP accounting (Section 4, Appendix E)
 # ---------------------------------------------------------------------------------------------------------------
@@ -433,7 +428,7 @@ def pools(cfg: Settings) -> Pools:
         x, y = 2 * x[perm] - 1, y[perm]
         a, b = POOL_SIZES["pretrain"], POOL_SIZES["pretrain"] + POOL_SIZES["train"]
         return Pools((x[:a], y[:a]), (x[a:b], y[a:b]), (x[b:], y[b:]))
-    root = _in_repository(cfg.data_dir)
+    root = in_repository(cfg.data_dir)
     if cfg.dataset == "mnist":
         def mnist32(x):
             return 2 * torch.nn.functional.interpolate(x, size=32, mode="bilinear", antialias=True) - 1
@@ -482,7 +477,7 @@ class Extractor:
 def _vggtiny_checkpoint(path: str) -> dict:
     """The authors' VGGtiny weights (``VGGtiny_classifier_EMNIST_50EP.pth``, their repository's
     ``models_pretrained/``), read on the CPU."""
-    file = _in_repository(path)
+    file = in_repository(path)
     if not file.is_file():
         raise FileNotFoundError(f"extractor_checkpoint {file} not found: get VGGtiny_classifier_EMNIST_50EP.pth from "
                                 f"{models.pretrained.AUTHORS_REPOSITORY} (models_pretrained/), or leave "
@@ -508,7 +503,7 @@ def feature_extractor(cfg: Settings, pool: Pools, progress: bool = False) -> Ext
 
     start = time.perf_counter()
     if cfg.dataset == "cifar10":
-        checkpoint = None if cfg.extractor_checkpoint is None else _in_repository(cfg.extractor_checkpoint)
+        checkpoint = None if cfg.extractor_checkpoint is None else in_repository(cfg.extractor_checkpoint)
         model = models.transfer_extractor("efficientnet_b0", checkpoint=checkpoint, device=device)
         transform = models.transfer_transform("efficientnet_b0")
         return Extractor(model, math.nan, time.perf_counter() - start, lambda x: transform((x + 1) / 2), 256,
@@ -762,7 +757,7 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
         feats_train = extractor.features(train_x)
     store, fingerprint = None, None
     if cfg.shadow_dir is not None:  # a stored run is tied to the exact features and labels it was trained on
-        store = _in_repository(cfg.shadow_dir) / (
+        store = in_repository(cfg.shadow_dir) / (
             f"{cfg.dataset}{'-binary' if binary else ''}{'-canonical' if canonical else ''}"
             f"{'' if variant is None else '-' + variant.replace(' ', '').replace('/', '-')}{'-ood' if ood else ''}"
             f"{'-identity' if identity else ''}"
