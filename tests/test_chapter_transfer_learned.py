@@ -488,6 +488,10 @@ def test_identity_attack_scores_the_identitys_images(tiny_attack):
     picked = chapter.reconstruction_examples(result, pool, heads=torch.tensor([3, 1]))  # heads by index
     torch.testing.assert_close(picked[0], recon[[3, 1]])  # the same reconstructions, up to the batch's rounding
     assert torch.equal(picked[1], nearest[[3, 1]]) and torch.equal(picked[2], hit[[3, 1]])
+    fig = chapter.identity_grid(result, pool, heads=torch.tensor([2, 0]), title="t")  # columns: the heads' classes
+    assert [ax.get_title() for ax in fig.axes[:2]] == [str(int(labels[result.val_sets[k, 0, 0]])) for k in (2, 0)]
+    grouped = chapter.compared_images(pool.validation[0], result.val_sets[:3], conditional=False, identity=True)
+    assert torch.equal(grouped, images[:3, None])  # (3, 1, M = 1, ...): the identity's image alone
     with pytest.raises(ValueError, match="mixed with others"):
         chapter.table1([result, tiny_attack[3]])
     with pytest.raises(ValueError, match="not on the CelebA task"):

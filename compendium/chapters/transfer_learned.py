@@ -619,12 +619,10 @@ class AttackResult:
     head_scores: dict = field(default_factory=dict)
 
     def targets(self, pool: "Pools", rows: torch.Tensor) -> torch.Tensor:
-        """The images of the validation sets ``rows`` (indices) as Algorithms 2-3 compare them with the
-        reconstructions: (rows, 10, M, ...) per class, or one group (rows, 1, ...): all ``N`` images (Algorithm 2),
-        the identity's ``M`` (the CelebA task)."""
-        sets = self.val_sets[rows]
-        images = pool.validation[0][sets[:, :1] if self.identity else sets]
-        return images if self.conditional else images.flatten(1, 2)[:, None]
+        """The images of the validation sets ``rows`` (indices) as the reconstructions are compared with them
+        (:func:`compared_images`)."""
+        return compared_images(pool.validation[0], self.val_sets[rows], conditional=self.conditional,
+                               identity=self.identity)
 
     def summary(self) -> dict[str, float]:
         """TPR and FPR at ``tau_NN`` (with binomial standard errors), TPR at FPR = 0.01, the Gaussian fits of
@@ -639,6 +637,14 @@ class AttackResult:
                 "Eq. (6) @ 0.01": float(roc.analytic_tpr(0.01, **fits)),
                 "prior FPR*": attack.rates(self.h0, self.h_prior, self.tau)[1],
                 "head accuracy": self.head_accuracy, **fits}
+
+
+def compared_images(images: torch.Tensor, sets: torch.Tensor, *, conditional: bool, identity: bool) -> torch.Tensor:
+    """The images of ``sets`` (K, 10, M) of indices into ``images`` grouped as Algorithms 2-3 compare them with the
+    reconstructions: (K, 10, M, ...) per class, or one group (K, 1, ...) for an unconditional reconstructor: all
+    ``N`` images (Algorithm 2), or only the identity's ``M`` (row 0; the CelebA task, as the authors' code)."""
+    chosen = images[sets[:, :1] if identity else sets]
+    return chosen if conditional else chosen.flatten(1, 2)[:, None]
 
 
 def head_accuracy(weights: torch.Tensor, features: torch.Tensor, labels: torch.Tensor,
@@ -768,11 +774,10 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
     seconds["shadow heads"] = time.perf_counter() - start
     scores = identity_head_scores(val_weights, feats_val, val_y, val_sets, recipe) if identity else {}
     accuracy = scores["accuracy"] if identity else head_accuracy(val_weights, feats_val, val_y, recipe)
-    compared = slice(0, 1) if identity else slice(None)  # the sets' rows the reconstructions are compared with
 
     statistics = attack.WeightStatistics.fit(train_weights)
     val_w = statistics.standardise(val_weights)
-    val_images = val_x[val_sets[:, compared]]
+    val_images = compared_images(val_x, val_sets, conditional=conditional, identity=identity)
     on_epoch = None
     if curves:
         curve_surrogate = statistics.surrogate(cfg.shadow_val, torch.Generator().manual_seed(cfg.seed + 1))
@@ -790,7 +795,7 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
     else:
         model = models.MLPReconstructor(inputs, tuple(train_x.shape[1:]), cfg.hidden, generator=generator)
     start = time.perf_counter()
-    history = attack.train_reconstructor(model, train_weights, train_sets[:, compared], train_x,
+    history = attack.train_reconstructor(model, train_weights, train_sets[:, :1] if identity else train_sets, train_x,
                                          statistics=statistics, perceptual=perceptual, conditional=conditional,
                                          epochs=math.ceil(steps * 32 / shadow_train), generator=generator,
                                          device=cfg.device, progress=progress, on_epoch=on_epoch)
@@ -800,8 +805,7 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
     surrogate = statistics.surrogate(cfg.shadow_val, generator)
     h0 = attack.min_mse_table(model, val_w, val_images, conditional=conditional)
     h1 = attack.min_mse_table(model, surrogate, val_images, conditional=conditional)
-    groups = val_images if conditional else val_images.flatten(1, 2)[:, None]
-    h_prior = attack.prior_table(pool.train[0], groups, generator)  # prior draws disjoint from the sets
+    h_prior = attack.prior_table(pool.train[0], val_images, generator)  # prior draws disjoint from the sets
     tau = attack.nearest_neighbour_threshold(val_x, pool.train[0])
     return AttackResult(set_size, tau, h0, h1, h_prior, float(accuracy.mean()), float(accuracy.std()), model,
                         statistics, val_w, val_sets, surrogate, history, seconds, conditional, identity, scores)
@@ -1124,6 +1128,16 @@ def out_of_distribution_pool(cfg: Settings, pool: Pools) -> tuple[torch.Tensor, 
         images = torch.rot90(images, 1, dims=(-2, -1)).contiguous()
     labels = torch.randperm(len(images), generator=torch.Generator().manual_seed(cfg.seed + 2)) % NUM_CLASSES
     return images, labels
+
+
+def identity_grid(result: AttackResult, pool: Pools, *, heads: int | torch.Tensor, title: str, label: str = "head",
+                  surrogate: bool = False):
+    """Figures 2, 11 and 12 for an attack on the CelebA task: one row ``label`` of :func:`reconstruction_examples`
+    for ``heads`` (the first ones, or an index tensor), each column labelled with its head's identity (class)."""
+    rows = torch.arange(heads) if isinstance(heads, int) else heads
+    classes = pool.validation[1][result.val_sets[rows, 0, 0]]
+    return reconstruction_grid({label: reconstruction_examples(result, pool, heads=rows, surrogate=surrogate)},
+                               title, columns=[str(int(c)) for c in classes])
 
 
 def reconstruction_grid(rows: dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]], title: str,
