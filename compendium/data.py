@@ -611,16 +611,52 @@ def celeba_identities(root: str | Path = "data/celeba", split: str = "train") ->
     return [folder / n for n in names], torch.tensor([identity[n] for n in names], dtype=torch.int64)
 
 
-def celeba_faces(files, resolution: int = 64) -> torch.Tensor:
-    """CelebA images (e.g. from :func:`celeba_identities`) with the transfer-learning paper's transform: shorter
-    side resized to 232 (bicubic, PIL), centre crop 224 x 224, resized to ``resolution`` x ``resolution``
-    (bicubic); RGB in [0, 1], shape (len(files), 3, resolution, resolution)."""
+def celeba_crops(files, resolution: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
+    """CelebA images (e.g. from :func:`celeba_identities`), each read once, through the transfer-learning paper's
+    transform (App. D): shorter side resized to 232 (bicubic, PIL), centre crop 224 x 224 -- the feature extractor's
+    input before ``ToTensor`` and ``Normalize`` -- and that crop resized to ``resolution`` x ``resolution`` (bicubic)
+    -- the reconstruction target.  Returns both as PIL leaves them, uint8 RGB: (len(files), 3, 224, 224) and
+    (len(files), 3, resolution, resolution)."""
     from PIL import Image
 
     resolution = validation.integer("resolution", resolution)
-    out = []
+    crops, faces = [], []
     for f in files:
         with Image.open(f) as im:
-            face = _centre_crop(_resize_shorter(im.convert("RGB"), CELEBA_SHORT_SIDE, Image.BICUBIC), CELEBA_CROP)
-            out.append(_pil_tensor(face.resize((resolution, resolution), Image.BICUBIC)))
-    return torch.stack(out) if out else torch.empty(0, 3, resolution, resolution)
+            crop = _centre_crop(_resize_shorter(im.convert("RGB"), CELEBA_SHORT_SIDE, Image.BICUBIC), CELEBA_CROP)
+        crops.append(torch.from_numpy(np.asarray(crop, dtype=np.uint8).copy()).permute(2, 0, 1))
+        face = crop.resize((resolution, resolution), Image.BICUBIC)
+        faces.append(torch.from_numpy(np.asarray(face, dtype=np.uint8).copy()).permute(2, 0, 1))
+    if not crops:
+        return (torch.empty(0, 3, CELEBA_CROP, CELEBA_CROP, dtype=torch.uint8),
+                torch.empty(0, 3, resolution, resolution, dtype=torch.uint8))
+    return torch.stack(crops), torch.stack(faces)
+
+
+class _CelebaBatches(torch.utils.data.Dataset):
+    """Batch ``i`` of a list of CelebA files through :func:`celeba_crops` (a data set of batches, for a
+    ``DataLoader`` whose workers read the photos)."""
+
+    def __init__(self, files, resolution: int, batch_size: int):
+        self.files, self.resolution, self.batch_size = list(files), resolution, batch_size
+
+    def __len__(self) -> int:
+        return -(-len(self.files) // self.batch_size)
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return celeba_crops(self.files[i * self.batch_size:(i + 1) * self.batch_size], self.resolution)
+
+
+def celeba_batches(files, *, resolution: int = 64, batch_size: int = 256, workers: int = 0):
+    """:func:`celeba_crops` of ``files`` ``batch_size`` at a time, in order, read by ``workers`` processes (0: in
+    this one) a few batches ahead, so that 200,000 photos are decoded in parallel without being held at once."""
+    validation.integer("batch_size", batch_size)
+    validation.integer("workers", workers, minimum=0)
+    batches = _CelebaBatches(files, validation.integer("resolution", resolution), batch_size)
+    return torch.utils.data.DataLoader(batches, batch_size=None, num_workers=workers)
+
+
+def celeba_faces(files, resolution: int = 64) -> torch.Tensor:
+    """The reconstruction targets of :func:`celeba_crops` as RGB in [0, 1], shape (len(files), 3, resolution,
+    resolution)."""
+    return celeba_crops(files, resolution)[1].float() / 255

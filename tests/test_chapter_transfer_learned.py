@@ -510,3 +510,92 @@ def attack_min_mse(result, images):
 def test_run_attack_refuses_identity_with_other_changes(kwargs):
     with pytest.raises(ValueError, match="identity=True with conditional, binary, canonical, variant, ood or "):
         chapter.run_attack(chapter.settings("ci", "cpu"), None, None, set_size=10, identity=True, **kwargs)
+
+
+def test_identity_data_source_by_scale():
+    """The CelebA experiment runs on the chapter's own classes at ci and book scale and on CelebA at paper scale,
+    on the digits again when the paper scale's run is the offline one."""
+    assert (chapter.settings("ci").identity_source, chapter.settings("paper").identity_source) == ("digits", "celeba")
+    assert chapter.settings("paper", dataset="digits", reconstructor="mlp").identity_source == "digits"
+    assert chapter.settings("paper", dataset="cifar10").identity_source == "celeba"
+    with pytest.raises(ValueError, match="identity_dataset='lfw'"):
+        chapter.settings("ci", identity_dataset="lfw")
+    with pytest.raises(ValueError, match="reconstructor='residual' with identity_dataset='digits'"):
+        chapter.settings("paper", identity_dataset="digits")
+    cfg = chapter.settings("ci", "cpu")
+    pool = object()
+    assert chapter.identity_data(cfg, pool, "extractor") == (pool, "extractor")  # an identity is a class
+
+
+def _fake_celeba(root):
+    """A CelebA tree: 6 identities x 4 photos in "train" / "valid", 6 others x 3 in "test" (178 x 218 JPEGs, one
+    noisy colour per photo)."""
+    from PIL import Image
+
+    folder = root / "celeba"
+    (folder / "img_align_celeba").mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    partition, identity = [], []
+    for photo, (split, person) in enumerate([(p % 2, p) for p in range(1, 7) for _ in range(4)]
+                                            + [(2, p) for p in range(7, 13) for _ in range(3)], 1):
+        pixels = rng.integers(0, 256, 3) + rng.normal(0, 20, (218, 178, 3))
+        Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8)).save(
+            folder / "img_align_celeba" / f"{photo:06d}.jpg", quality=90)
+        partition.append(f"{photo:06d}.jpg {split}")
+        identity.append(f"{photo:06d}.jpg {person}")
+    (folder / "list_eval_partition.txt").write_text("\n".join(partition) + "\n")
+    (folder / "identity_CelebA.txt").write_text("\n".join(identity) + "\n")
+
+
+class _Distance(torch.nn.Module):
+    """A stand-in for LPIPS (which needs a download): the mean squared difference of each pair."""
+
+    def forward(self, a, b):
+        return ((a - b) ** 2).mean((1, 2, 3))
+
+
+def test_celeba_experiment_on_small_files(tmp_path, monkeypatch):
+    """The paper-scale CelebA experiment end to end at toy counts, with a small stand-in for WideResNet-50-2: each
+    photo read once into its features (of the normalised 224 crop) and its 64 x 64 face (training faces kept as
+    uint8), Table 3's CelebA row (init std 0.0002), heads written to disk, Table 2's 64 x 64 generator with the
+    perceptual term, tau_NN from the uint8 faces."""
+    built = []
+
+    def stand_in(name, *, checkpoint=None, device="cpu"):
+        built.append((name, checkpoint))
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Conv2d(3, 3, 8, stride=8), torch.nn.AdaptiveAvgPool2d(4),
+                                   torch.nn.Flatten()).eval()
+
+    monkeypatch.setattr(chapter.models, "transfer_extractor", stand_in)
+    monkeypatch.setattr(chapter.metrics, "lpips_network", lambda net, device: _Distance())
+    cfg = chapter.settings("paper", "cpu", data_dir=str(tmp_path), shadow_dir=str(tmp_path / "heads"),
+                           identity_checkpoint="wrn.pth", identity_shadow_train=40, shadow_val=4, identity_steps=2,
+                           identity_hidden=4, identity_max_attempts=2)
+    with pytest.raises(FileNotFoundError, match="identity_CelebA.txt"):
+        chapter.identity_data(cfg, None, None)
+    assert built == []  # the data are looked for before the extractor is built
+    _fake_celeba(tmp_path)
+    pool, extractor = chapter.identity_data(cfg, None, None)
+    assert built == [("wide_resnet50_2", chapter.in_repository("wrn.pth"))]
+    (train_x, train_y), (val_x, val_y) = pool.train, pool.validation
+    assert train_x.shape == (24, 3, 64, 64) and train_x.dtype == torch.uint8 and len(pool.pretrain[0]) == 0
+    assert val_x.shape == (18, 3, 64, 64) and val_x.dtype == torch.float32
+    assert sorted(set(train_y.tolist())) == [1, 2, 3, 4, 5, 6] and sorted(set(val_y.tolist())) == list(range(7, 13))
+    files, _ = chapter.data.celeba_identities(tmp_path / "celeba", "test")
+    crops, faces = chapter.data.celeba_crops(files[:2])
+    torch.testing.assert_close(val_x[:2], faces.float() / 127.5 - 1)
+    mean, std = (torch.tensor(v).view(1, 3, 1, 1) for v in chapter.models.IMAGENET_NORMALIZATION)
+    with torch.no_grad():
+        expected = extractor.model((crops.float() / 255 - mean) / std)
+    assert extractor.pool_features(pool) is pool.features
+    torch.testing.assert_close(pool.features[1][:2], expected)
+    result = chapter.run_attack(cfg, pool, extractor, set_size=10, identity=True, progress=False)
+    stored = [p.name for p in (tmp_path / "heads").iterdir()]
+    assert stored == ["celeba-identity-N10-K40-std0.0002-sigmaNone-seed0"]
+    assert result.val_weights.shape == (4, 4 * (48 + 2) + 1) and result.h0.shape == (4, 1)
+    assert isinstance(result.reconstructor, chapter.models.ResidualReconstructor)
+    assert result.tau == pytest.approx(attack.nearest_neighbour_threshold(val_x, attack.signed_unit(train_x)))
+    assert len(result.reconstructor.blocks) == 4  # the extra 64 x 64 block of Table 2
+    again = chapter.run_attack(cfg, pool, extractor, set_size=10, identity=True, progress=False)
+    assert torch.equal(result.h0, again.h0) and torch.equal(result.h1, again.h1)

@@ -415,6 +415,30 @@ def test_celeba_faces_crop_region(tmp_path):
     assert x[2, 12:20, 12:20].min() > 0.95  # the blue centre
 
 
+def test_celeba_crops_are_the_extractors_input_and_the_targets(tmp_path):
+    """One read gives the 224 x 224 crop (the crop region of the test above, as uint8 pixels) and the face at the
+    reconstruction resolution, the uint8 pixels of celeba_faces."""
+    rng = np.random.default_rng(0)
+    files = []
+    for i in range(3):
+        Image.fromarray(rng.integers(0, 256, (218, 178, 3), dtype=np.uint8)).save(tmp_path / f"{i}.png")
+        files.append(tmp_path / f"{i}.png")
+    crops, faces = data.celeba_crops(files, resolution=16)
+    assert crops.shape == (3, 3, 224, 224) and faces.shape == (3, 3, 16, 16)
+    assert crops.dtype == faces.dtype == torch.uint8
+    original = Image.open(files[1]).convert("RGB")
+    resized = np.asarray(original.resize((232, 284), Image.BICUBIC))  # 178 x 218, shorter side -> 232
+    assert np.array_equal(crops[1].permute(1, 2, 0).numpy(), resized[30:254, 4:228])
+    torch.testing.assert_close(data.celeba_faces(files, resolution=16), faces.float() / 255)
+    empty = data.celeba_crops([], resolution=8)
+    assert empty[0].shape == (0, 3, 224, 224) and empty[1].shape == (0, 3, 8, 8)
+    batches = list(data.celeba_batches(files, resolution=16, batch_size=2))  # in order, the last batch short
+    assert [len(b[0]) for b in batches] == [2, 1]
+    assert torch.equal(torch.cat([b[1] for b in batches]), faces)
+    with pytest.raises(ValueError, match="workers=-1"):
+        data.celeba_batches(files, workers=-1)
+
+
 def test_celeba_identities_errors(celeba, tmp_path):
     with pytest.raises(FileNotFoundError) as err:
         data.celeba_identities(tmp_path / "empty", "train")

@@ -62,6 +62,10 @@ def test_source_notebook_is_clean_and_parametrised(path: Path) -> None:
         assert not cell.outputs, f"code cell {i} has stored outputs; clear them before committing"
         assert cell.execution_count is None, f"code cell {i} has an execution count; clear it before committing"
 
+    for cell in nb.cells:  # e.g. a tab where "\\tau" lost its backslash to a JSON escape
+        stray = sorted({hex(ord(ch)) for ch in cell.source if ord(ch) < 32 and ch != "\n"})
+        assert not stray, f"cell {cell.get('id')} holds control characters {stray}"
+
     tagged = [i for i, cell in enumerate(code) if "parameters" in cell.metadata.get("tags", [])]
     assert tagged == [0], f"exactly one code cell, the first, must be tagged 'parameters'; tagged: {tagged}"
     values = _assigned_values(code[0].source)

@@ -186,6 +186,20 @@ def test_nearest_neighbour_threshold_by_hand():
     assert attack.nearest_neighbour_threshold(val, train) == pytest.approx((0.5 + 0.0 + 2.0) / 3)
 
 
+def test_nearest_neighbour_threshold_in_chunks_and_from_pixels():
+    """Chunked over both pools it is the same number; uint8 pixels count as X / 127.5 - 1 (signed_unit)."""
+    g = torch.Generator().manual_seed(0)
+    train = torch.randint(0, 256, (37, 3, 4, 4), generator=g, dtype=torch.uint8)
+    val = torch.rand(11, 3, 4, 4, generator=g) * 2 - 1
+    as_float = attack.signed_unit(train)
+    assert as_float.dtype == torch.float32 and as_float.min() == -1 and as_float.max() <= 1
+    assert torch.equal(attack.signed_unit(val), val)  # float images pass unchanged
+    whole = attack.nearest_neighbour_threshold(val, as_float)
+    expected = ((val.flatten(1)[:, None].double() - as_float.flatten(1).double()) ** 2).mean(-1).min(1).values.mean()
+    assert whole == pytest.approx(float(expected), rel=1e-12)
+    assert attack.nearest_neighbour_threshold(val, train, chunk=4, train_chunk=5) == pytest.approx(whole, rel=1e-12)
+
+
 def test_reconstructor_learns_a_set_image_and_shapes():
     """Trained on 'heads' whose weights are a noisy code of their images, the conditional reconstructor's H0 min-MSE
     falls well below that of random weights (an attack that works), deterministically."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,7 +67,8 @@ BINARY_TASKS = {"digits": _EVEN_ODD, "mnist": _EVEN_ODD,
 RESTART_LOSS = 0.05
 _CELEBA_ROW = dict(init_std=0.0002, lr=0.02, weight_decay=1e-2, epochs_offset=100, epochs_per_five=0, hidden=4,
                    pos_weight=10.0, one_vs_rest=True, restart_loss=RESTART_LOSS, max_attempts=100)
-IDENTITY_TASKS = {"digits": {**_CELEBA_ROW, "lr": 0.05}, "mnist": _CELEBA_ROW, "cifar10": _CELEBA_ROW}
+IDENTITY_TASKS = {"digits": {**_CELEBA_ROW, "lr": 0.05}, "mnist": _CELEBA_ROW, "cifar10": _CELEBA_ROW,
+                  "celeba": _CELEBA_ROW}
 RECONSTRUCTORS = ("mlp", "residual")
 #: The paper's Table 1 (MNIST, CIFAR, CelebA rows) and defended epsilons of Section 4 (gamma = 0.015).
 PAPER_TABLE1 = {
@@ -81,8 +83,8 @@ PAPER_HEAD_ACCURACY = {"MNIST": {10: 0.812, 40: 0.920}, "CIFAR": {10: 0.587, 40:
 PAPER_TABLE5 = {10: {"accuracy": (0.914, 0.037), "TPR": (0.434, 0.286), "TNR": (0.967, 0.035)},
                 40: {"accuracy": (0.935, 0.030), "TPR": (0.645, 0.216), "TNR": (0.967, 0.022)}}
 PAPER_ROW = {"digits": "MNIST", "mnist": "MNIST", "cifar10": "CIFAR"}  # the paper's experiment beside each dataset
-#: Section 2's nearest-neighbour thresholds tau_NN (MNIST at the reconstruction resolution 32x32).
-PAPER_TAU_NN = {"MNIST": 0.0696, "CIFAR": 0.1284}
+#: Section 2's nearest-neighbour thresholds tau_NN (MNIST at the reconstruction resolution 32x32, CelebA at 64x64).
+PAPER_TAU_NN = {"MNIST": 0.0696, "CIFAR": 0.1284, "CelebA": 0.1217}
 #: Section 3.2, point 3: TPR and FPR at tau_NN of the unconditional reconstructor (Algorithm 2), CIFAR-10, N = 10.
 PAPER_UNCONDITIONAL = {"CIFAR": (0.543, 0.281)}
 #: Section 3.2, point 4: TPR and FPR at tau_NN of the binary heads (even / odd MNIST, animal / vehicle CIFAR), N = 10.
@@ -108,7 +110,8 @@ SCALES = {
                unconditional_steps=500, hidden=512, extractor_epochs=60, extractor_hidden=64, init_std=0.002,
                shadow_counts=(), init_stds=(), binary_variants=(), training_variants=(), ood=False,
                variant_shadow_train=2000, variant_reconstructor_steps=1000, identity_set_sizes=(10,),
-               identity_shadow_train=1000, identity_steps=300, identity_max_attempts=5, dp_set_size=10,
+               identity_shadow_train=1000, identity_steps=300, identity_max_attempts=5, identity_dataset=None,
+               identity_checkpoint=None, identity_hidden=512, dp_set_size=10,
                dp_noise_multipliers=(8.0,), dp_max_grad_norm=10.0, dp_shadow_train=2000, dp_reconstructor_steps=1000),
     "book": dict(dataset="digits", data_dir="data", shadow_dir=None, reconstructor="mlp", extractor_checkpoint=None,
                  set_sizes=(10, 40), shadow_train=20_000, shadow_val=1000, reconstructor_steps=10_000,
@@ -116,7 +119,8 @@ SCALES = {
                  shadow_counts=(1000, 5000), init_stds=(0.2,), binary_variants=(False, True),
                  training_variants=tuple(TRAINING_VARIANTS), ood=True, variant_shadow_train=5000,
                  variant_reconstructor_steps=3000, identity_set_sizes=(10, 40), identity_shadow_train=10_000,
-                 identity_steps=3000, identity_max_attempts=5, dp_set_size=10,
+                 identity_steps=3000, identity_max_attempts=5, identity_dataset=None, identity_checkpoint=None,
+                 identity_hidden=512, dp_set_size=10,
                  dp_noise_multipliers=(0.25, 0.5, 1.0, 2.0), dp_max_grad_norm=10.0, dp_shadow_train=5000,
                  dp_reconstructor_steps=4000),
     "paper": dict(dataset="mnist", data_dir="data", shadow_dir="data/transfer-learned-shadow-heads",
@@ -127,7 +131,7 @@ SCALES = {
                   binary_variants=(False, True), training_variants=tuple(TRAINING_VARIANTS), ood=True,
                   variant_shadow_train=2_560_000, variant_reconstructor_steps=1_000_000, identity_set_sizes=(10, 40),
                   identity_shadow_train=2_560_000, identity_steps=1_000_000, identity_max_attempts=100,
-                  dp_set_size=10,
+                  identity_dataset="celeba", identity_checkpoint=None, identity_hidden=512, dp_set_size=10,
                   dp_noise_multipliers=(0.435, 0.6, 0.85, 1.23, 1.82), dp_max_grad_norm=4.0,
                   dp_shadow_train=2_560_000, dp_reconstructor_steps=1_000_000),
 }
@@ -151,18 +155,23 @@ class Settings(_Settings):
     ``extractor_epochs`` the feature extractor's training epochs (the digits MLP's, VGGtiny's for MNIST; not used for
     CIFAR's pre-trained EfficientNet) and ``extractor_hidden`` its feature dimension (the digits MLP's only: VGGtiny
     and EfficientNet-B0 fix theirs at 256 and 1280);
-    ``init_std`` the heads' initialisation (Table 3: 0.002); ``shadow_counts`` and ``init_stds`` the extra values of
-    the two factors of Section 3.2 (Fig. 3a, 3b) run at ``N = 10`` (none at ``ci``); ``binary_variants`` the attacks
-    on Table 6's binary heads at ``N = 10`` (Section 3.2, point 4), each ``False`` (the raw weights) or ``True``
-    (hidden units ordered; none at ``ci``); ``training_variants`` the changed training recipes of Section 3.2,
-    points 5 and 7 (names of :data:`TRAINING_VARIANTS`; none at ``ci``), and with ``ood`` the attack whose adversary
-    draws its shadow sets out of distribution (point 8, :func:`out_of_distribution_pool`), run at ``N = 10`` with
-    ``variant_shadow_train`` training heads and ``variant_reconstructor_steps`` steps, beside Table 3's recipe at the
-    same settings; ``identity_*`` the CelebA experiment's counterpart (Table 5, Figures 2, 11, 12;
-    :data:`IDENTITY_TASKS`): its set sizes, training heads, reconstructor steps and the restart rule's largest number
-    of trainings per head (the authors' 100 at ``paper`` scale); ``dp_*`` the DP-SGD sweep of Section 4 (Fig. 4):
-    set size, noise multipliers, clipping norm (Section 4: 4.0 for MNIST, 1.2 for CIFAR), number of training shadow
-    heads and reconstructor steps per noise level.
+    ``init_std`` the class heads' initialisation (Table 3: 0.002; the CelebA task keeps its row's 0.0002);
+    ``shadow_counts`` and ``init_stds`` the extra values of the two factors of Section 3.2 (Fig. 3a, 3b) run at
+    ``N = 10`` (none at ``ci``); ``binary_variants`` the attacks on Table 6's binary heads at ``N = 10`` (Section
+    3.2, point 4), each ``False`` (the raw weights) or ``True`` (hidden units ordered; none at ``ci``);
+    ``training_variants`` the changed training recipes of Section 3.2, points 5 and 7 (names of
+    :data:`TRAINING_VARIANTS`; none at ``ci``), and with ``ood`` the attack whose adversary draws its shadow sets out
+    of distribution (point 8, :func:`out_of_distribution_pool`), run at ``N = 10`` with ``variant_shadow_train``
+    training heads and ``variant_reconstructor_steps`` steps, beside Table 3's recipe at the same settings;
+    ``identity_*`` the CelebA experiment (Table 5, Figures 2, 11, 12; :data:`IDENTITY_TASKS`): its set sizes,
+    training heads, reconstructor steps and the restart rule's largest number of trainings per head (the authors'
+    100 at ``paper`` scale), its data (``None``: ``dataset``'s, an identity is
+    then a class; ``"celeba"``: CelebA's photos and identities, read from ``data_dir/celeba`` by
+    :func:`celeba_data`, the ``paper`` scale's), the CelebA extractor's weights (the authors'
+    ``WideResNet50_CelebA_Attributes_20EP.pth``; ``None``: ImageNet's) and its reconstructor's width (Table 2's
+    S = 512 for CelebA); ``dp_*`` the DP-SGD sweep of Section 4 (Fig. 4): set size, noise multipliers, clipping
+    norm (Section 4: 4.0 for MNIST, 1.2 for CIFAR), number of training shadow heads and reconstructor steps per
+    noise level.
     """
 
     dataset: str
@@ -190,6 +199,9 @@ class Settings(_Settings):
     identity_shadow_train: int
     identity_steps: int
     identity_max_attempts: int
+    identity_dataset: str | None
+    identity_checkpoint: str | None
+    identity_hidden: int
     dp_set_size: int
     dp_noise_multipliers: tuple[float, ...]
     dp_max_grad_norm: float
@@ -199,9 +211,12 @@ class Settings(_Settings):
     def validate(self) -> None:
         validation.choice("dataset", self.dataset, tuple(DATASETS))
         validation.choice("reconstructor", self.reconstructor, RECONSTRUCTORS)
-        if self.dataset == "digits" and self.reconstructor == "residual":
-            raise ValueError("reconstructor='residual' with dataset='digits'; allowed: 'mlp' (Table 2's generator "
-                             "outputs 32x32 images, the digits are 8x8)")
+        if self.identity_dataset is not None:
+            validation.choice("identity_dataset", self.identity_dataset, (*DATASETS, "celeba"))
+        for name, value in (("dataset", self.dataset), ("identity_dataset", self.identity_dataset)):
+            if value == "digits" and self.reconstructor == "residual":
+                raise ValueError(f"reconstructor='residual' with {name}='digits'; allowed: 'mlp' (Table 2's "
+                                 "generator outputs 32x32 or 64x64 images, the digits are 8x8)")
         if not isinstance(self.identity_set_sizes, tuple) or not self.identity_set_sizes or len(
                 set(self.identity_set_sizes)) < len(self.identity_set_sizes):
             raise ValueError(f"identity_set_sizes={self.identity_set_sizes!r}; allowed: a non-empty tuple of distinct "
@@ -244,9 +259,15 @@ class Settings(_Settings):
         validation.integer("identity_shadow_train", self.identity_shadow_train, minimum=2)
         validation.integer("identity_steps", self.identity_steps)
         validation.integer("identity_max_attempts", self.identity_max_attempts)
+        validation.integer("identity_hidden", self.identity_hidden)
         validation.grid("dp_noise_multipliers", self.dp_noise_multipliers, what="noise multipliers")
         validation.positive("dp_max_grad_norm", self.dp_max_grad_norm)
         validation.integer("dp_shadow_train", self.dp_shadow_train, minimum=2)
+
+    @property
+    def identity_source(self) -> str:
+        """The CelebA experiment's data: ``identity_dataset``, or ``dataset`` when that is ``None``."""
+        return self.identity_dataset or self.dataset
 
 
 #: The paper scale's values that differ for CIFAR: Table 2's width S = 512 and Section 4's clipping norm C = 1.2.
@@ -255,9 +276,12 @@ PAPER_CIFAR = dict(hidden=512, dp_max_grad_norm=1.2)
 
 def settings(scale: str = "book", device: str = "auto", seed: int = 0, **overrides) -> Settings:
     """The chapter's settings: the scale's values (at ``paper`` scale with ``dataset="cifar10"``, CIFAR's
-    :data:`PAPER_CIFAR`), replaced by every override that is not ``None``."""
+    :data:`PAPER_CIFAR`; with ``dataset="digits"``, the offline run at the paper's counts, the CelebA experiment on
+    the digits too), replaced by every override that is not ``None``."""
     if scale == "paper" and overrides.get("dataset") == "cifar10":
         overrides = {**PAPER_CIFAR, **{k: v for k, v in overrides.items() if v is not None}}
+    if scale == "paper" and overrides.get("dataset") == "digits" and overrides.get("identity_dataset") is None:
+        overrides = {**overrides, "identity_dataset": "digits"}
     return resolve(Settings, SCALES, scale, device, seed, overrides)
 
 
@@ -399,11 +423,14 @@ def epsilons(recipe: HeadRecipe, noise_multiplier: float) -> dict[str, float]:
 # ---------------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Pools:
-    """The three disjoint pools, images (B, C, H, W) in [-1, 1] and labels."""
+    """The three disjoint pools, images (B, C, H, W) in [-1, 1] and labels; CelebA's (:func:`celeba_data`) keeps its
+    training images as uint8 pixels (:func:`~compendium.attacks.shadow_reconstructor.signed_unit`) and carries
+    ``features``, the deep features of the training and validation pools, computed as the photos were read."""
 
     pretrain: tuple[torch.Tensor, torch.Tensor]
     train: tuple[torch.Tensor, torch.Tensor]
     validation: tuple[torch.Tensor, torch.Tensor]
+    features: tuple[torch.Tensor, torch.Tensor] | None = None
 
 
 def pools(cfg: Settings) -> Pools:
@@ -452,7 +479,10 @@ class Extractor:
     _cached: dict = field(default_factory=dict, repr=False)
 
     def pool_features(self, pool: Pools) -> tuple[torch.Tensor, torch.Tensor]:
-        """The features of the training and the validation pool, computed once per pool."""
+        """The features of the training and the validation pool, computed once per pool (the pool's own when it
+        carries them)."""
+        if pool.features is not None:
+            return pool.features
         key = id(pool)
         if key not in self._cached or self._cached[key][0] is not pool:
             self._cached[key] = (pool, self.features(pool.train[0]), self.features(pool.validation[0]))
@@ -519,6 +549,61 @@ def feature_extractor(cfg: Settings, pool: Pools, progress: bool = False) -> Ext
     model.eval().requires_grad_(False)
     accuracy = train.accuracy(model, pool.validation[0].to(device), pool.validation[1].to(device))
     return Extractor(model, accuracy, seconds)
+
+
+#: CelebA's faces are reconstructed at 64 x 64 (Section 3.1); its photos are read this many at a time.
+CELEBA_RESOLUTION, CELEBA_BATCH = 64, 256
+
+
+def celeba_data(cfg: Settings, progress: bool = False) -> tuple[Pools, Extractor]:
+    """The CelebA experiment's pools and extractor (Section 3.1, Appendix D): the adversary draws its shadow sets
+    from the ``"train+valid"`` split (182,637 photos), the victims' sets come from ``"test"`` (19,962), the labels
+    are the identities (:func:`compendium.data.celeba_identities`, read from ``cfg.data_dir/celeba``; a missing
+    file raises ``FileNotFoundError`` before the extractor is built).  The extractor is TorchVision's
+    WideResNet-50-2 with the authors' CelebA-attribute weights (``cfg.identity_checkpoint``; ImageNet's otherwise),
+    2,048 features of the 224 x 224 crop, and the targets that crop at 64 x 64 (:func:`compendium.data.celeba_crops`):
+    each photo is read once, its features computed on ``cfg.device`` and only its face kept, the training faces as
+    uint8 (2.2 GB; 9 GB as float32), the validation faces in [-1, 1].  There is no pre-training pool: the extractor
+    comes trained."""
+    root = in_repository(cfg.data_dir) / "celeba"
+    splits = [data.celeba_identities(root, split) for split in ("train+valid", "test")]
+    device = resolve_device(cfg.device)
+    start = time.perf_counter()
+    checkpoint = None if cfg.identity_checkpoint is None else in_repository(cfg.identity_checkpoint)
+    model = models.transfer_extractor("wide_resnet50_2", checkpoint=checkpoint, device=device)
+    mean, std = (torch.tensor(v, device=device).view(1, 3, 1, 1) for v in models.IMAGENET_NORMALIZATION)
+    extractor = Extractor(model, math.nan, 0.0, lambda x: ((x + 1) / 2 - mean) / std, CELEBA_BATCH,
+                          whole_model=True)  # its input: the 224 x 224 crops in [-1, 1]
+    parts, features = [], []
+    for files, identities in splits:
+        faces, feats = [], []
+        batches = data.celeba_batches(files, resolution=CELEBA_RESOLUTION, batch_size=CELEBA_BATCH,
+                                      workers=0 if device.type == "cpu" else min(8, os.cpu_count() or 1))
+        for crops, face in tqdm(batches, desc="CelebA photos", unit="batch", disable=not progress):
+            feats.append(extractor.features(crops.float() / 127.5 - 1))
+            faces.append(face)
+        parts.append((torch.cat(faces), identities))
+        features.append(torch.cat(feats))
+    (train_faces, train_ids), (val_faces, val_ids) = parts
+    extractor.seconds = time.perf_counter() - start
+    empty = (torch.empty(0, 3, CELEBA_RESOLUTION, CELEBA_RESOLUTION), torch.empty(0, dtype=torch.int64))
+    return Pools(empty, (train_faces, train_ids), (attack.signed_unit(val_faces), val_ids),
+                 features=tuple(features)), extractor
+
+
+def identity_data(cfg: Settings, pool: Pools, extractor: Extractor, progress: bool = False
+                  ) -> tuple[Pools, Extractor]:
+    """The pools and extractor of the CelebA experiment (``run_attack(identity=True)``): ``pool`` and ``extractor``
+    when ``cfg.identity_source`` is ``cfg.dataset`` (an identity is then a class), CelebA's (:func:`celeba_data`)
+    for ``"celeba"``, those of the other dataset otherwise."""
+    source = cfg.identity_source
+    if source == cfg.dataset:
+        return pool, extractor
+    if source == "celeba":
+        return celeba_data(cfg, progress)
+    other = dataclasses.replace(cfg, dataset=source)
+    other_pool = pools(other)
+    return other_pool, feature_extractor(other, other_pool, progress)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -738,16 +823,20 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
     if variant is not None and (binary or noise_multiplier is not None):
         raise ValueError(f"variant={variant!r} with binary heads or DP-SGD; allowed: a changed recipe of Table 3's "
                          "linear heads, trained without DP")
-    recipe = HeadRecipe.of(cfg.dataset, set_size,
-                           cfg.init_std if init_std is None else validation.positive("init_std", init_std),
-                           binary=binary, variant=variant, identity=identity)
+    dataset = cfg.identity_source if identity else cfg.dataset
+    if init_std is not None:
+        validation.positive("init_std", init_std)
+    elif not identity:  # cfg.init_std is Table 3's for the class heads; the CelebA task keeps its row's 0.0002
+        init_std = cfg.init_std
+    recipe = HeadRecipe.of(dataset, set_size, init_std, binary=binary, variant=variant, identity=identity)
     if identity:
         recipe = dataclasses.replace(recipe, max_attempts=cfg.identity_max_attempts)
     if canonical and not binary:
         raise ValueError("canonical=True without binary=True; allowed: ordering the hidden units of binary heads")
     dp_options = {} if noise_multiplier is None else dict(noise_multiplier=validation.number(
         "noise_multiplier", noise_multiplier, at_least=0.0), max_grad_norm=cfg.dp_max_grad_norm)
-    perceptual = metrics.lpips_network("vgg", resolve_device(cfg.device)) if cfg.dataset == "cifar10" else None
+    perceptual = (metrics.lpips_network("vgg", resolve_device(cfg.device)) if dataset in ("cifar10", "celeba")
+                  else None)  # Section 3.1: LPIPS for CIFAR and CelebA
     generator = torch.Generator().manual_seed(cfg.seed * 1000 + set_size)
     seconds = {}
     start = time.perf_counter()
@@ -759,13 +848,13 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
     store, fingerprint = None, None
     if cfg.shadow_dir is not None:  # a stored run is tied to the exact features and labels it was trained on
         store = in_repository(cfg.shadow_dir) / (
-            f"{cfg.dataset}{'-binary' if binary else ''}{'-canonical' if canonical else ''}"
+            f"{dataset}{'-binary' if binary else ''}{'-canonical' if canonical else ''}"
             f"{'' if variant is None else '-' + variant.replace(' ', '').replace('/', '-')}{'-ood' if ood else ''}"
             f"{'-identity' if identity else ''}"
             f"-N{set_size}"
             f"-K{shadow_train}-std{recipe.init_std:g}-sigma{noise_multiplier}-seed{cfg.seed}")
         digest = hashlib.sha256(feats_train.numpy().tobytes() + train_y.numpy().tobytes()).hexdigest()[:16]
-        fingerprint = {"dataset": cfg.dataset, "seed": cfg.seed, "features": digest}
+        fingerprint = {"dataset": dataset, "seed": cfg.seed, "features": digest}
     train_sets, train_weights = shadow_heads(feats_train, train_y, recipe, count=shadow_train, generator=generator,
                                            device=cfg.device, store=store, progress=progress,
                                            fingerprint=fingerprint, canonical=canonical, **dp_options)
@@ -789,11 +878,12 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
                                                               perceptual=perceptual),
                     "TPR@FPR=0.01": attack.tpr_at_fpr(h0, h1)}
     inputs = train_weights.shape[1] + (NUM_CLASSES if conditional else 0)
+    width = cfg.identity_hidden if identity else cfg.hidden
     if cfg.reconstructor == "residual":
-        model = models.ResidualReconstructor(inputs, width=cfg.hidden, out_channels=train_x.shape[1],
+        model = models.ResidualReconstructor(inputs, width=width, out_channels=train_x.shape[1],
                                              size=train_x.shape[-1], generator=generator)
     else:
-        model = models.MLPReconstructor(inputs, tuple(train_x.shape[1:]), cfg.hidden, generator=generator)
+        model = models.MLPReconstructor(inputs, tuple(train_x.shape[1:]), width, generator=generator)
     start = time.perf_counter()
     history = attack.train_reconstructor(model, train_weights, train_sets[:, :1] if identity else train_sets, train_x,
                                          statistics=statistics, perceptual=perceptual, conditional=conditional,
@@ -806,7 +896,7 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
     h0 = attack.min_mse_table(model, val_w, val_images, conditional=conditional)
     h1 = attack.min_mse_table(model, surrogate, val_images, conditional=conditional)
     h_prior = attack.prior_table(pool.train[0], val_images, generator)  # prior draws disjoint from the sets
-    tau = attack.nearest_neighbour_threshold(val_x, pool.train[0])
+    tau = attack.nearest_neighbour_threshold(val_x, pool.train[0], device=cfg.device)
     return AttackResult(set_size, tau, h0, h1, h_prior, float(accuracy.mean()), float(accuracy.std()), model,
                         statistics, val_w, val_sets, surrogate, history, seconds, conditional, identity, scores)
 
