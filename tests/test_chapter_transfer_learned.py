@@ -453,7 +453,7 @@ def test_identity_head_scores_by_hand():
     assert scores["training loss"].shape == (2,)
 
 
-def test_identity_attack_scores_the_identitys_images(tiny_attack):
+def test_identity_attack_scores_the_identitys_images(tiny_attack, monkeypatch):
     """The CelebA experiment's counterpart: one-vs-rest sets, the unconditional reconstructor compared with the
     identity's M images (row 0 of every set), Table 1 beside the paper's CelebA row, Table 5, and the two scorings."""
     cfg, pool, extractor, _ = tiny_attack
@@ -480,6 +480,8 @@ def test_identity_attack_scores_the_identitys_images(tiny_attack):
     assert table5["paper mean"].iloc[:3].tolist() == [0.914, 0.434, 0.967]
     assert table5["mean"].iloc[1] == pytest.approx(float(scores["TPR"].mean()))
     scoring = chapter.identity_scoring(result, pool).set_index("compared with")
+    monkeypatch.setattr(chapter, "SCORING_HEADS", 5)  # the sets' images gathered 5 heads at a time: the same table
+    pd.testing.assert_frame_equal(chapter.identity_scoring(result, pool).set_index("compared with"), scoring)
     code, printed = scoring.iloc[0], scoring.iloc[1]
     assert code["TPR*"] == result.summary()["TPR*"]
     assert printed["TPR*"] >= code["TPR*"] and printed["FPR*"] >= code["FPR*"]  # more images: smaller minima
@@ -522,6 +524,8 @@ def test_identity_data_source_by_scale():
         chapter.settings("ci", identity_dataset="lfw")
     with pytest.raises(ValueError, match="reconstructor='residual' with identity_dataset='digits'"):
         chapter.settings("paper", identity_dataset="digits")
+    with pytest.raises(ValueError, match="identity_checkpoint='w.pth' with the CelebA experiment on 'digits'"):
+        chapter.settings("ci", identity_checkpoint="w.pth")
     cfg = chapter.settings("ci", "cpu")
     pool = object()
     assert chapter.identity_data(cfg, pool, "extractor") == (pool, "extractor")  # an identity is a class
@@ -557,27 +561,33 @@ class _Distance(torch.nn.Module):
 def test_celeba_experiment_on_small_files(tmp_path, monkeypatch):
     """The paper-scale CelebA experiment end to end at toy counts, with a small stand-in for WideResNet-50-2: each
     photo read once into its features (of the normalised 224 crop) and its 64 x 64 face (training faces kept as
-    uint8), Table 3's CelebA row (init std 0.0002), heads written to disk, Table 2's 64 x 64 generator with the
-    perceptual term, tau_NN from the uint8 faces."""
+    uint8), both saved and read back by the next run; Table 3's CelebA row (init std 0.0002), heads written to disk,
+    Table 2's 64 x 64 generator with the perceptual term, tau_NN and the errors on the [-1, 1] scale."""
     built = []
 
     def stand_in(name, *, checkpoint=None, device="cpu"):
         built.append((name, checkpoint))
-        torch.manual_seed(0)
+        torch.manual_seed(len(built))  # each build its own weights: a reused cache shows
         return torch.nn.Sequential(torch.nn.Conv2d(3, 3, 8, stride=8), torch.nn.AdaptiveAvgPool2d(4),
                                    torch.nn.Flatten()).eval()
 
     monkeypatch.setattr(chapter.models, "transfer_extractor", stand_in)
     monkeypatch.setattr(chapter.metrics, "lpips_network", lambda net, device: _Distance())
+    checkpoint = tmp_path / "WideResNet50_CelebA_Attributes_20EP.pth"
     cfg = chapter.settings("paper", "cpu", data_dir=str(tmp_path), shadow_dir=str(tmp_path / "heads"),
-                           identity_checkpoint="wrn.pth", identity_shadow_train=40, shadow_val=4, identity_steps=2,
-                           identity_hidden=4, identity_max_attempts=2)
+                           identity_checkpoint=str(checkpoint), identity_shadow_train=40, shadow_val=4,
+                           identity_steps=2, identity_hidden=4, identity_max_attempts=2)
+    with pytest.raises(FileNotFoundError, match="identity_CelebA.txt"):
+        chapter.check_identity_data(cfg)  # the notebook's set-up cell
     with pytest.raises(FileNotFoundError, match="identity_CelebA.txt"):
         chapter.identity_data(cfg, None, None)
-    assert built == []  # the data are looked for before the extractor is built
     _fake_celeba(tmp_path)
+    with pytest.raises(FileNotFoundError, match="WideResNet50_CelebA_Attributes_20EP.pth from https://github.com"):
+        chapter.identity_data(cfg, None, None)
+    assert built == []  # the data are looked for before the extractor is built
+    checkpoint.write_bytes(b"")
     pool, extractor = chapter.identity_data(cfg, None, None)
-    assert built == [("wide_resnet50_2", chapter.in_repository("wrn.pth"))]
+    assert built == [("wide_resnet50_2", checkpoint)]
     (train_x, train_y), (val_x, val_y) = pool.train, pool.validation
     assert train_x.shape == (24, 3, 64, 64) and train_x.dtype == torch.uint8 and len(pool.pretrain[0]) == 0
     assert val_x.shape == (18, 3, 64, 64) and val_x.dtype == torch.float32
@@ -590,12 +600,18 @@ def test_celeba_experiment_on_small_files(tmp_path, monkeypatch):
         expected = extractor.model((crops.float() / 255 - mean) / std)
     assert extractor.pool_features(pool) is pool.features
     torch.testing.assert_close(pool.features[1][:2], expected)
+    again, _ = chapter.identity_data(cfg, None, None)  # another extractor's weights, the saved features
+    assert len(built) == 2 and (tmp_path / "celeba" / "compendium-WideResNet50_CelebA_Attributes_20EP.pt").is_file()
+    assert all(torch.equal(a, b) for a, b in zip(again.features, pool.features))
+    assert torch.equal(again.train[0], train_x) and torch.equal(again.validation[0], val_x)
     result = chapter.run_attack(cfg, pool, extractor, set_size=10, identity=True, progress=False)
     stored = [p.name for p in (tmp_path / "heads").iterdir()]
     assert stored == ["celeba-identity-N10-K40-std0.0002-sigmaNone-seed0"]
     assert result.val_weights.shape == (4, 4 * (48 + 2) + 1) and result.h0.shape == (4, 1)
     assert isinstance(result.reconstructor, chapter.models.ResidualReconstructor)
-    assert result.tau == pytest.approx(attack.nearest_neighbour_threshold(val_x, attack.signed_unit(train_x)))
     assert len(result.reconstructor.blocks) == 4  # the extra 64 x 64 block of Table 2
+    assert result.tau == pytest.approx(attack.nearest_neighbour_threshold(val_x, attack.signed_unit(train_x)))
+    assert 0 < result.tau < 4 and all(float(t.max()) <= 4 for t in (result.h0, result.h1, result.h_prior))
+    assert max(result.history["loss"]) <= 8  # (MSE + MAE) / 2 <= 3 plus the stand-in's distance <= 4
     again = chapter.run_attack(cfg, pool, extractor, set_size=10, identity=True, progress=False)
     assert torch.equal(result.h0, again.h0) and torch.equal(result.h1, again.h1)

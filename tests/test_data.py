@@ -435,6 +435,8 @@ def test_celeba_crops_are_the_extractors_input_and_the_targets(tmp_path):
     batches = list(data.celeba_batches(files, resolution=16, batch_size=2))  # in order, the last batch short
     assert [len(b[0]) for b in batches] == [2, 1]
     assert torch.equal(torch.cat([b[1] for b in batches]), faces)
+    read_by_a_worker = list(data.celeba_batches(files, resolution=16, batch_size=2, workers=1))
+    assert all(torch.equal(a, b) for pair in zip(batches, read_by_a_worker) for a, b in zip(*pair))
     with pytest.raises(ValueError, match="workers=-1"):
         data.celeba_batches(files, workers=-1)
 

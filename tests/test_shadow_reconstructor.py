@@ -167,6 +167,43 @@ def test_validation_loss_is_eq3_over_every_class_of_every_set():
         assert loss == pytest.approx(np.mean(by_hand), rel=1e-6)
 
 
+def test_reconstruction_errors_add_the_perceptual_distance_pair_by_pair(monkeypatch):
+    """With a perceptual network (here the mean absolute difference of each pair, standing in for LPIPS) each error is
+    (MSE + MAE) / 2 plus its distance, the same when the pairs go through it 3 at a time."""
+    g = torch.Generator().manual_seed(3)
+    out, targets = torch.rand(4, 3, 2, 2, generator=g), torch.rand(4, 2, 3, 2, 2, generator=g)
+
+    def distance(a, b):
+        return (a - b).abs().flatten(1).mean(1)[:, None, None, None]  # LPIPS' (B, 1, 1, 1)
+
+    diff = (out[:, None] - targets).flatten(2)
+    by_hand = 0.5 * ((diff ** 2).mean(-1) + diff.abs().mean(-1)) + diff.abs().mean(-1)
+    torch.testing.assert_close(attack.reconstruction_errors(out, targets, distance), by_hand)
+    monkeypatch.setattr(attack, "PERCEPTUAL_PAIRS", 3)
+    torch.testing.assert_close(attack.reconstruction_errors(out, targets, distance), by_hand)
+
+
+def test_pools_of_pixels_count_as_their_signed_images():
+    """A uint8 pool (CelebA's training faces) gives the prior table and the reconstructor's training of its
+    signed_unit images, number for number; without the conversion the errors would be in the thousands."""
+    g = torch.Generator().manual_seed(4)
+    pixels = torch.randint(0, 256, (30, 1, 2, 2), generator=g, dtype=torch.uint8)
+    images = torch.rand(6, 2, 3, 1, 2, 2, generator=g) * 2 - 1
+    tables = [attack.prior_table(pool, images, torch.Generator().manual_seed(5))
+              for pool in (pixels, attack.signed_unit(pixels))]
+    assert torch.equal(tables[0], tables[1]) and float(tables[0].max()) <= 4
+    sets = torch.arange(30).reshape(15, 2, 1)
+    weights = torch.randn(15, 6, generator=g)
+    trained = []
+    for pool in (pixels, attack.signed_unit(pixels)):
+        model = MLPReconstructor(8, (1, 2, 2), hidden=8, generator=torch.Generator().manual_seed(6))
+        history = attack.train_reconstructor(model, weights, sets, pool, epochs=2, device="cpu", progress=False,
+                                             generator=torch.Generator().manual_seed(7))
+        trained.append((history["loss"], [p.detach().clone() for p in model.parameters()]))
+    assert trained[0][0] == trained[1][0] and max(trained[0][0]) <= 4
+    assert all(torch.equal(a, b) for a, b in zip(trained[0][1], trained[1][1]))
+
+
 def test_rates_thresholds_and_roc():
     h0 = torch.tensor([0.1, 0.2, 0.3, 0.4])
     h1 = torch.linspace(0.25, 1.25, 101)

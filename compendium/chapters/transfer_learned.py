@@ -213,6 +213,9 @@ class Settings(_Settings):
         validation.choice("reconstructor", self.reconstructor, RECONSTRUCTORS)
         if self.identity_dataset is not None:
             validation.choice("identity_dataset", self.identity_dataset, (*DATASETS, "celeba"))
+        if self.identity_checkpoint is not None and self.identity_source != "celeba":
+            raise ValueError(f"identity_checkpoint={self.identity_checkpoint!r} with the CelebA experiment on "
+                             f"{self.identity_source!r}; allowed: None (the checkpoint is CelebA's WideResNet-50-2)")
         for name, value in (("dataset", self.dataset), ("identity_dataset", self.identity_dataset)):
             if value == "digits" and self.reconstructor == "residual":
                 raise ValueError(f"reconstructor='residual' with {name}='digits'; allowed: 'mlp' (Table 2's "
@@ -555,18 +558,44 @@ def feature_extractor(cfg: Settings, pool: Pools, progress: bool = False) -> Ext
 CELEBA_RESOLUTION, CELEBA_BATCH = 64, 256
 
 
+def check_identity_data(cfg: Settings) -> None:
+    """Stop now, not after the main attacks, when the CelebA experiment's data are missing: for
+    ``cfg.identity_source == "celeba"`` the photos and annotation files of both pools
+    (:func:`compendium.data.celeba_identities`) and ``cfg.identity_checkpoint`` if given; ``FileNotFoundError``
+    saying what to put where.  Nothing to check for the other sources."""
+    if cfg.identity_source != "celeba":
+        return
+    root = in_repository(cfg.data_dir) / "celeba"
+    for split in CELEBA_POOLS:
+        data.celeba_identities(root, split)
+    if cfg.identity_checkpoint is not None and not in_repository(cfg.identity_checkpoint).is_file():
+        raise FileNotFoundError(
+            f"identity_checkpoint {in_repository(cfg.identity_checkpoint)} not found: get "
+            f"{models.pretrained.TRANSFER_CHECKPOINTS['wide_resnet50_2']} from "
+            f"{models.pretrained.AUTHORS_REPOSITORY} (models_pretrained/), or leave identity_checkpoint=None for "
+            "TorchVision's ImageNet weights")
+
+
+#: CelebA's splits of the adversary's and the victims' pools (Section 3.1, the authors' code).
+CELEBA_POOLS = ("train+valid", "test")
+
+
 def celeba_data(cfg: Settings, progress: bool = False) -> tuple[Pools, Extractor]:
     """The CelebA experiment's pools and extractor (Section 3.1, Appendix D): the adversary draws its shadow sets
     from the ``"train+valid"`` split (182,637 photos), the victims' sets come from ``"test"`` (19,962), the labels
-    are the identities (:func:`compendium.data.celeba_identities`, read from ``cfg.data_dir/celeba``; a missing
-    file raises ``FileNotFoundError`` before the extractor is built).  The extractor is TorchVision's
-    WideResNet-50-2 with the authors' CelebA-attribute weights (``cfg.identity_checkpoint``; ImageNet's otherwise),
-    2,048 features of the 224 x 224 crop, and the targets that crop at 64 x 64 (:func:`compendium.data.celeba_crops`):
-    each photo is read once, its features computed on ``cfg.device`` and only its face kept, the training faces as
-    uint8 (2.2 GB; 9 GB as float32), the validation faces in [-1, 1].  There is no pre-training pool: the extractor
-    comes trained."""
+    are the identities (read from ``cfg.data_dir/celeba``; missing files stop it before any work,
+    :func:`check_identity_data`).  The extractor is TorchVision's WideResNet-50-2 with the authors' CelebA-attribute
+    weights (``cfg.identity_checkpoint``; ImageNet's otherwise), 2,048 features of the 224 x 224 crop, and the
+    targets that crop at 64 x 64 (:func:`compendium.data.celeba_crops`): each photo is read once, its features
+    computed on ``cfg.device`` and only its face kept, the training faces as uint8 (2.2 GB; 9 GB as float32), the
+    validation faces in [-1, 1].  There is no pre-training pool: the extractor comes trained.
+
+    The faces and features are saved to ``cfg.data_dir/celeba/compendium-<weights>.pt`` (about 4 GB) and read from
+    there while the photos' names are the same, as the authors precompute theirs: features recomputed on another GPU
+    could differ in their last bits, and a stored run of shadow heads (:func:`run_attack`) is tied to exact ones."""
+    check_identity_data(cfg)
     root = in_repository(cfg.data_dir) / "celeba"
-    splits = [data.celeba_identities(root, split) for split in ("train+valid", "test")]
+    splits = [data.celeba_identities(root, split) for split in CELEBA_POOLS]
     device = resolve_device(cfg.device)
     start = time.perf_counter()
     checkpoint = None if cfg.identity_checkpoint is None else in_repository(cfg.identity_checkpoint)
@@ -574,21 +603,27 @@ def celeba_data(cfg: Settings, progress: bool = False) -> tuple[Pools, Extractor
     mean, std = (torch.tensor(v, device=device).view(1, 3, 1, 1) for v in models.IMAGENET_NORMALIZATION)
     extractor = Extractor(model, math.nan, 0.0, lambda x: ((x + 1) / 2 - mean) / std, CELEBA_BATCH,
                           whole_model=True)  # its input: the 224 x 224 crops in [-1, 1]
-    parts, features = [], []
-    for files, identities in splits:
-        faces, feats = [], []
-        batches = data.celeba_batches(files, resolution=CELEBA_RESOLUTION, batch_size=CELEBA_BATCH,
-                                      workers=0 if device.type == "cpu" else min(8, os.cpu_count() or 1))
-        for crops, face in tqdm(batches, desc="CelebA photos", unit="batch", disable=not progress):
-            feats.append(extractor.features(crops.float() / 127.5 - 1))
-            faces.append(face)
-        parts.append((torch.cat(faces), identities))
-        features.append(torch.cat(feats))
-    (train_faces, train_ids), (val_faces, val_ids) = parts
+    cache = root / f"compendium-{'imagenet' if checkpoint is None else checkpoint.stem}.pt"
+    names = [[f.name for f in files] for files, _ in splits]
+    stored = torch.load(cache, weights_only=True) if cache.is_file() else {}
+    if stored.get("names") != names:
+        stored = {"names": names, "faces": [], "features": []}
+        for files, _ in splits:
+            faces, feats = [], []
+            batches = data.celeba_batches(files, resolution=CELEBA_RESOLUTION, batch_size=CELEBA_BATCH,
+                                          workers=0 if device.type == "cpu" else min(8, os.cpu_count() or 1))
+            for crops, face in tqdm(batches, desc="CelebA photos", unit="batch", disable=not progress):
+                feats.append(extractor.features(crops.float() / 127.5 - 1))
+                faces.append(face)
+            stored["faces"].append(torch.cat(faces))
+            stored["features"].append(torch.cat(feats))
+        torch.save(stored, cache.with_suffix(".partial"))
+        cache.with_suffix(".partial").replace(cache)  # never a half-written file under the cache's name
     extractor.seconds = time.perf_counter() - start
+    (train_faces, val_faces), ((_, train_ids), (_, val_ids)) = stored["faces"], splits
     empty = (torch.empty(0, 3, CELEBA_RESOLUTION, CELEBA_RESOLUTION), torch.empty(0, dtype=torch.int64))
     return Pools(empty, (train_faces, train_ids), (attack.signed_unit(val_faces), val_ids),
-                 features=tuple(features)), extractor
+                 features=tuple(stored["features"])), extractor
 
 
 def identity_data(cfg: Settings, pool: Pools, extractor: Extractor, progress: bool = False
@@ -853,7 +888,9 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
             f"{'-identity' if identity else ''}"
             f"-N{set_size}"
             f"-K{shadow_train}-std{recipe.init_std:g}-sigma{noise_multiplier}-seed{cfg.seed}")
-        digest = hashlib.sha256(feats_train.numpy().tobytes() + train_y.numpy().tobytes()).hexdigest()[:16]
+        hasher = hashlib.sha256(feats_train.numpy())  # 1.5 GB of CelebA features: hashed in place, not copied
+        hasher.update(train_y.numpy())
+        digest = hasher.hexdigest()[:16]
         fingerprint = {"dataset": dataset, "seed": cfg.seed, "features": digest}
     train_sets, train_weights = shadow_heads(feats_train, train_y, recipe, count=shadow_train, generator=generator,
                                            device=cfg.device, store=store, progress=progress,
@@ -864,7 +901,7 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
     scores = identity_head_scores(val_weights, feats_val, val_y, val_sets, recipe) if identity else {}
     accuracy = scores["accuracy"] if identity else head_accuracy(val_weights, feats_val, val_y, recipe)
 
-    statistics = attack.WeightStatistics.fit(train_weights)
+    statistics = attack.WeightStatistics.fit(train_weights, device=cfg.device)
     val_w = statistics.standardise(val_weights)
     val_images = compared_images(val_x, val_sets, conditional=conditional, identity=identity)
     on_epoch = None
@@ -950,6 +987,10 @@ def table5(results: list[AttackResult]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+SCORING_HEADS = 1024  # identity_scoring gathers the sets' images this many heads at a time (10^4 sets of 40 CelebA
+#                       faces would be 20 GB at once)
+
+
 @torch.no_grad()
 def identity_scoring(result: AttackResult, pool: Pools) -> pd.DataFrame:
     """The CelebA rates scored two ways for one attack on the CelebA task: against the identity's ``M`` images, as
@@ -959,9 +1000,13 @@ def identity_scoring(result: AttackResult, pool: Pools) -> pd.DataFrame:
     surrogate draws)."""
     if not result.identity:
         raise ValueError("identity_scoring needs an attack on the CelebA task (run_attack(..., identity=True))")
-    whole = pool.validation[0][result.val_sets]
-    h0 = attack.min_mse_table(result.reconstructor, result.val_weights, whole, conditional=False)
-    h1 = attack.min_mse_table(result.reconstructor, result.surrogate_weights, whole, conditional=False)
+    h0, h1 = [], []
+    for heads in torch.arange(len(result.val_sets)).split(SCORING_HEADS):
+        whole = pool.validation[0][result.val_sets[heads]]
+        h0.append(attack.min_mse_table(result.reconstructor, result.val_weights[heads], whole, conditional=False))
+        h1.append(attack.min_mse_table(result.reconstructor, result.surrogate_weights[heads], whole,
+                                       conditional=False))
+    h0, h1 = torch.cat(h0), torch.cat(h1)
     rows = []
     for name, (t0, t1) in {"the identity's M images (the authors' code)": (result.h0, result.h1),
                            "all N images (Algorithm 2 as printed)": (h0, h1)}.items():
