@@ -100,6 +100,11 @@ def _centre_crop(im, size: int | None = None):
     return im.crop((left, top, left + s, top + s))
 
 
+def _pil_pixels(im) -> torch.Tensor:
+    """An RGB PIL image -> its (3, H, W) uint8 pixels."""
+    return torch.from_numpy(np.array(im, dtype=np.uint8)).permute(2, 0, 1)
+
+
 def _pil_tensor(im) -> torch.Tensor:
     """An RGB PIL image -> (3, H, W) float32 in [0, 1]."""
     return torch.from_numpy(np.asarray(im, dtype=np.float32) / 255.0).permute(2, 0, 1)
@@ -624,9 +629,8 @@ def celeba_crops(files, resolution: int = 64) -> tuple[torch.Tensor, torch.Tenso
     for f in files:
         with Image.open(f) as im:
             crop = _centre_crop(_resize_shorter(im.convert("RGB"), CELEBA_SHORT_SIDE, Image.BICUBIC), CELEBA_CROP)
-        crops.append(torch.from_numpy(np.asarray(crop, dtype=np.uint8).copy()).permute(2, 0, 1))
-        face = crop.resize((resolution, resolution), Image.BICUBIC)
-        faces.append(torch.from_numpy(np.asarray(face, dtype=np.uint8).copy()).permute(2, 0, 1))
+        crops.append(_pil_pixels(crop))
+        faces.append(_pil_pixels(crop.resize((resolution, resolution), Image.BICUBIC)))
     if not crops:
         return (torch.empty(0, 3, CELEBA_CROP, CELEBA_CROP, dtype=torch.uint8),
                 torch.empty(0, 3, resolution, resolution, dtype=torch.uint8))

@@ -522,8 +522,8 @@ def test_identity_data_source_by_scale():
     assert chapter.settings("paper", dataset="cifar10").identity_source == "celeba"
     with pytest.raises(ValueError, match="identity_dataset='lfw'"):
         chapter.settings("ci", identity_dataset="lfw")
-    with pytest.raises(ValueError, match="reconstructor='residual' with identity_dataset='digits'"):
-        chapter.settings("paper", identity_dataset="digits")
+    with pytest.raises(ValueError, match="identity_dataset='digits'; allowed: one of 'mnist', 'celeba'"):
+        chapter.settings("paper", identity_dataset="digits")  # a class of the chapter's own data, or CelebA
     with pytest.raises(ValueError, match="identity_checkpoint='w.pth' with the CelebA experiment on 'digits'"):
         chapter.settings("ci", identity_checkpoint="w.pth")
     cfg = chapter.settings("ci", "cpu")
@@ -571,20 +571,17 @@ def test_celeba_experiment_on_small_files(tmp_path, monkeypatch):
         return torch.nn.Sequential(torch.nn.Conv2d(3, 3, 8, stride=8), torch.nn.AdaptiveAvgPool2d(4),
                                    torch.nn.Flatten()).eval()
 
-    monkeypatch.setattr(chapter.models, "transfer_extractor", stand_in)
-    monkeypatch.setattr(chapter.metrics, "lpips_network", lambda net, device: _Distance())
     checkpoint = tmp_path / "WideResNet50_CelebA_Attributes_20EP.pth"
     cfg = chapter.settings("paper", "cpu", data_dir=str(tmp_path), shadow_dir=str(tmp_path / "heads"),
                            identity_checkpoint=str(checkpoint), identity_shadow_train=40, shadow_val=4,
                            identity_steps=2, identity_hidden=4, identity_max_attempts=2)
     with pytest.raises(FileNotFoundError, match="identity_CelebA.txt"):
-        chapter.check_identity_data(cfg)  # the notebook's set-up cell
-    with pytest.raises(FileNotFoundError, match="identity_CelebA.txt"):
         chapter.identity_data(cfg, None, None)
     _fake_celeba(tmp_path)
-    with pytest.raises(FileNotFoundError, match="WideResNet50_CelebA_Attributes_20EP.pth from https://github.com"):
-        chapter.identity_data(cfg, None, None)
-    assert built == []  # the data are looked for before the extractor is built
+    with pytest.raises(FileNotFoundError, match="20EP.pth' is not a file.*models_pretrained/ of https://github.com"):
+        chapter.identity_data(cfg, None, None)  # TorchVision's builder is not reached
+    monkeypatch.setattr(chapter.models, "transfer_extractor", stand_in)
+    monkeypatch.setattr(chapter.metrics, "lpips_network", lambda net, device: _Distance())
     checkpoint.write_bytes(b"")
     pool, extractor = chapter.identity_data(cfg, None, None)
     assert built == [("wide_resnet50_2", checkpoint)]

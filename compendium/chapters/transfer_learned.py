@@ -165,9 +165,9 @@ class Settings(_Settings):
     training heads and ``variant_reconstructor_steps`` steps, beside Table 3's recipe at the same settings;
     ``identity_*`` the CelebA experiment (Table 5, Figures 2, 11, 12; :data:`IDENTITY_TASKS`): its set sizes,
     training heads, reconstructor steps and the restart rule's largest number of trainings per head (the authors'
-    100 at ``paper`` scale), its data (``None``: ``dataset``'s, an identity is
-    then a class; ``"celeba"``: CelebA's photos and identities, read from ``data_dir/celeba`` by
-    :func:`celeba_data`, the ``paper`` scale's), the CelebA extractor's weights (the authors'
+    100 at ``paper`` scale), its data (``None`` or ``dataset``: ``dataset``'s, an identity is then a class;
+    ``"celeba"``: CelebA's photos and identities, read from ``data_dir/celeba`` by :func:`celeba_data`, the ``paper``
+    scale's), the CelebA extractor's weights (the authors'
     ``WideResNet50_CelebA_Attributes_20EP.pth``; ``None``: ImageNet's) and its reconstructor's width (Table 2's
     S = 512 for CelebA); ``dp_*`` the DP-SGD sweep of Section 4 (Fig. 4): set size, noise multipliers, clipping
     norm (Section 4: 4.0 for MNIST, 1.2 for CIFAR), number of training shadow heads and reconstructor steps per
@@ -212,14 +212,13 @@ class Settings(_Settings):
         validation.choice("dataset", self.dataset, tuple(DATASETS))
         validation.choice("reconstructor", self.reconstructor, RECONSTRUCTORS)
         if self.identity_dataset is not None:
-            validation.choice("identity_dataset", self.identity_dataset, (*DATASETS, "celeba"))
+            validation.choice("identity_dataset", self.identity_dataset, (self.dataset, "celeba"))
         if self.identity_checkpoint is not None and self.identity_source != "celeba":
             raise ValueError(f"identity_checkpoint={self.identity_checkpoint!r} with the CelebA experiment on "
                              f"{self.identity_source!r}; allowed: None (the checkpoint is CelebA's WideResNet-50-2)")
-        for name, value in (("dataset", self.dataset), ("identity_dataset", self.identity_dataset)):
-            if value == "digits" and self.reconstructor == "residual":
-                raise ValueError(f"reconstructor='residual' with {name}='digits'; allowed: 'mlp' (Table 2's "
-                                 "generator outputs 32x32 or 64x64 images, the digits are 8x8)")
+        if self.dataset == "digits" and self.reconstructor == "residual":
+            raise ValueError("reconstructor='residual' with dataset='digits'; allowed: 'mlp' (Table 2's generator "
+                             "outputs 32x32 images, the digits are 8x8)")
         if not isinstance(self.identity_set_sizes, tuple) or not self.identity_set_sizes or len(
                 set(self.identity_set_sizes)) < len(self.identity_set_sizes):
             raise ValueError(f"identity_set_sizes={self.identity_set_sizes!r}; allowed: a non-empty tuple of distinct "
@@ -558,24 +557,6 @@ def feature_extractor(cfg: Settings, pool: Pools, progress: bool = False) -> Ext
 CELEBA_RESOLUTION, CELEBA_BATCH = 64, 256
 
 
-def check_identity_data(cfg: Settings) -> None:
-    """Stop now, not after the main attacks, when the CelebA experiment's data are missing: for
-    ``cfg.identity_source == "celeba"`` the photos and annotation files of both pools
-    (:func:`compendium.data.celeba_identities`) and ``cfg.identity_checkpoint`` if given; ``FileNotFoundError``
-    saying what to put where.  Nothing to check for the other sources."""
-    if cfg.identity_source != "celeba":
-        return
-    root = in_repository(cfg.data_dir) / "celeba"
-    for split in CELEBA_POOLS:
-        data.celeba_identities(root, split)
-    if cfg.identity_checkpoint is not None and not in_repository(cfg.identity_checkpoint).is_file():
-        raise FileNotFoundError(
-            f"identity_checkpoint {in_repository(cfg.identity_checkpoint)} not found: get "
-            f"{models.pretrained.TRANSFER_CHECKPOINTS['wide_resnet50_2']} from "
-            f"{models.pretrained.AUTHORS_REPOSITORY} (models_pretrained/), or leave identity_checkpoint=None for "
-            "TorchVision's ImageNet weights")
-
-
 #: CelebA's splits of the adversary's and the victims' pools (Section 3.1, the authors' code).
 CELEBA_POOLS = ("train+valid", "test")
 
@@ -583,17 +564,16 @@ CELEBA_POOLS = ("train+valid", "test")
 def celeba_data(cfg: Settings, progress: bool = False) -> tuple[Pools, Extractor]:
     """The CelebA experiment's pools and extractor (Section 3.1, Appendix D): the adversary draws its shadow sets
     from the ``"train+valid"`` split (182,637 photos), the victims' sets come from ``"test"`` (19,962), the labels
-    are the identities (read from ``cfg.data_dir/celeba``; missing files stop it before any work,
-    :func:`check_identity_data`).  The extractor is TorchVision's WideResNet-50-2 with the authors' CelebA-attribute
-    weights (``cfg.identity_checkpoint``; ImageNet's otherwise), 2,048 features of the 224 x 224 crop, and the
-    targets that crop at 64 x 64 (:func:`compendium.data.celeba_crops`): each photo is read once, its features
-    computed on ``cfg.device`` and only its face kept, the training faces as uint8 (2.2 GB; 9 GB as float32), the
-    validation faces in [-1, 1].  There is no pre-training pool: the extractor comes trained.
+    are the identities (read from ``cfg.data_dir/celeba``; a missing photo, annotation file or checkpoint raises
+    ``FileNotFoundError`` before any work).  The extractor is TorchVision's WideResNet-50-2 with the authors'
+    CelebA-attribute weights (``cfg.identity_checkpoint``; ImageNet's otherwise), 2,048 features of the 224 x 224
+    crop, and the targets that crop at 64 x 64 (:func:`compendium.data.celeba_crops`): each photo is read once, its
+    features computed on ``cfg.device`` and only its face kept, the training faces as uint8 (2.2 GB; 9 GB as
+    float32), the validation faces in [-1, 1].  There is no pre-training pool: the extractor comes trained.
 
     The faces and features are saved to ``cfg.data_dir/celeba/compendium-<weights>.pt`` (about 4 GB) and read from
     there while the photos' names are the same, as the authors precompute theirs: features recomputed on another GPU
     could differ in their last bits, and a stored run of shadow heads (:func:`run_attack`) is tied to exact ones."""
-    check_identity_data(cfg)
     root = in_repository(cfg.data_dir) / "celeba"
     splits = [data.celeba_identities(root, split) for split in CELEBA_POOLS]
     device = resolve_device(cfg.device)
@@ -613,7 +593,7 @@ def celeba_data(cfg: Settings, progress: bool = False) -> tuple[Pools, Extractor
             batches = data.celeba_batches(files, resolution=CELEBA_RESOLUTION, batch_size=CELEBA_BATCH,
                                           workers=0 if device.type == "cpu" else min(8, os.cpu_count() or 1))
             for crops, face in tqdm(batches, desc="CelebA photos", unit="batch", disable=not progress):
-                feats.append(extractor.features(crops.float() / 127.5 - 1))
+                feats.append(extractor.features(attack.signed_unit(crops)))
                 faces.append(face)
             stored["faces"].append(torch.cat(faces))
             stored["features"].append(torch.cat(feats))
@@ -628,17 +608,10 @@ def celeba_data(cfg: Settings, progress: bool = False) -> tuple[Pools, Extractor
 
 def identity_data(cfg: Settings, pool: Pools, extractor: Extractor, progress: bool = False
                   ) -> tuple[Pools, Extractor]:
-    """The pools and extractor of the CelebA experiment (``run_attack(identity=True)``): ``pool`` and ``extractor``
-    when ``cfg.identity_source`` is ``cfg.dataset`` (an identity is then a class), CelebA's (:func:`celeba_data`)
-    for ``"celeba"``, those of the other dataset otherwise."""
-    source = cfg.identity_source
-    if source == cfg.dataset:
-        return pool, extractor
-    if source == "celeba":
-        return celeba_data(cfg, progress)
-    other = dataclasses.replace(cfg, dataset=source)
-    other_pool = pools(other)
-    return other_pool, feature_extractor(other, other_pool, progress)
+    """The pools and extractor of the CelebA experiment (``run_attack(identity=True)``): CelebA's
+    (:func:`celeba_data`) when ``cfg.identity_source`` is ``"celeba"``, else ``pool`` and ``extractor`` (an identity
+    is then a class)."""
+    return celeba_data(cfg, progress) if cfg.identity_source == "celeba" else (pool, extractor)
 
 
 # ---------------------------------------------------------------------------------------------------------------
