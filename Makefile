@@ -12,10 +12,11 @@ SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
 venv: $(VENV)/.installed
 
-# Reinstalled when pyproject.toml changes. pip only: it is what sees the pinned CPU torch wheel.
-$(VENV)/.installed: pyproject.toml
+# Reinstalled when pyproject.toml or constraints.txt changes. pip only: it is what sees the local CPU torch wheel.
+# constraints.txt pins the exact tested set; the package itself only declares ranges.
+$(VENV)/.installed: pyproject.toml constraints.txt
 	[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -e ".[test]"
+	$(PY) -m pip install -c constraints.txt -e ".[book,test]"
 	touch $@
 
 book: venv
