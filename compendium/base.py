@@ -12,21 +12,32 @@ import torch
 
 
 def resolve_device(device: str = "auto") -> torch.device:
-    """``"auto"`` means CUDA when available, else CPU; anything else must name a usable torch device."""
+    """``"auto"`` means CUDA when available, else CPU; anything else must name a usable torch device.
+
+    Choosing CUDA also turns off TF32 in cuDNN's convolutions (``torch.backends.cudnn.allow_tf32``; PyTorch allows
+    it by default, while float32 matrix products are exact by default): TF32 keeps 10 bits of mantissa and moves
+    float32 results by about 1e-3, which the book's checks of float32 computations at 1e-5 would see, and it would
+    make a GPU run's numbers differ from the CPU's for no reason but speed.
+    """
     if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        device = "cuda" if torch.cuda.is_available() else "cpu"
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as err:
         raise ValueError(f"device={device!r}; allowed: 'auto', 'cpu' or 'cuda[:k]'") from err
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={device!r}; allowed: 'auto' or 'cpu' (CUDA is not available here)")
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"device={device!r}; allowed: 'auto' or 'cpu' (CUDA is not available here)")
+        torch.backends.cudnn.allow_tf32 = False
     return dev
 
 
 def repository_root() -> Path:
-    """The repository root (the folder holding ``_config.yml`` and ``_toc.yml``)."""
-    return Path(__file__).resolve().parent.parent
+    """The repository root (the folder holding ``_config.yml`` and ``_toc.yml``) when the package runs from a
+    checkout; for an installed package (a notebook's install cell on Colab puts it in site-packages) the current
+    working directory, so that ``data/`` lies beside the notebook rather than inside the Python installation."""
+    checkout = Path(__file__).resolve().parent.parent
+    return checkout if (checkout / "_toc.yml").is_file() else Path.cwd()
 
 
 def in_repository(path: str | Path) -> Path:

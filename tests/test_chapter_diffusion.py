@@ -69,6 +69,20 @@ def test_digits_split_keeps_the_targets_out_of_the_prior():
     assert d.images.min() >= -1 and d.images.max() <= 1
     image, label = d.target(1)
     assert image.shape == (1, 1, 8, 8) and label.tolist() == [int(y[1501]) % 2]
+    # on another device, as the notebook asks for the attacked model's ("meta" stands in for CUDA on the CPU)
+    image, label = d.target(1, "meta")
+    assert image.device.type == label.device.type == "meta" and image.shape == (1, 1, 8, 8)
+
+
+def test_prior_samples_lie_on_the_denoisers_device():
+    """The notebook passed the data's (CPU) device while the prior had moved to the GPU; sample_prior now follows
+    the denoiser ("meta" stands in for CUDA on the CPU)."""
+    from compendium.attacks import diffusion_guided as dg
+    from compendium.models import denoisers
+
+    model = denoisers.MLPDenoiser((1, 8, 8), hidden=16, generator=torch.Generator().manual_seed(0)).to("meta")
+    samples = dg.sample_prior(model, (2, 1, 8, 8), generator=torch.Generator().manual_seed(0), steps=3)
+    assert samples.device.type == "meta" and samples.shape == (2, 1, 8, 8)
 
 
 def test_paper_scale_reads_celeba_from_a_folder_and_says_what_is_missing(tmp_path):

@@ -141,6 +141,23 @@ def test_repository_root():
     assert (root / "_config.yml").is_file() and (root / "_toc.yml").is_file()
 
 
+def test_repository_root_of_an_installed_package_is_the_working_folder(tmp_path, monkeypatch):
+    """pip on Colab puts the package in site-packages, where there is no _toc.yml: data/ goes beside the notebook."""
+    monkeypatch.setattr(base, "__file__", str(tmp_path / "site-packages" / "compendium" / "base.py"))
+    monkeypatch.chdir(tmp_path)
+    assert base.repository_root() == tmp_path
+    assert base.in_repository("data/mnist") == tmp_path / "data" / "mnist"
+
+
+def test_choosing_cuda_turns_off_tf32_convolutions(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
+    assert base.resolve_device("cuda") == torch.device("cuda")
+    assert torch.backends.cudnn.allow_tf32 is False
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
+    assert base.resolve_device("cpu") == torch.device("cpu") and torch.backends.cudnn.allow_tf32 is True
+
+
 def test_in_repository_takes_relative_paths_from_the_root(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # not the root: a notebook runs in notebooks/
     assert base.in_repository("data/mnist") == base.repository_root() / "data" / "mnist"

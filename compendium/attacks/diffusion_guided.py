@@ -85,11 +85,12 @@ def train_denoiser(model: nn.Module, images: torch.Tensor, *, epochs: int, gener
 
 @torch.no_grad()
 def sample_prior(denoiser: nn.Module, shape: tuple[int, ...], *, generator: torch.Generator,
-                 steps: int = TRAIN_STEPS, device: str | torch.device = "cpu") -> torch.Tensor:
-    """Unconditional samples of the prior, a batch of ``shape`` (B, C, H, W): ``steps`` ancestral DDPM steps
-    (``DDPMScheduler.step``) from ``x_N ~ N(0, I)``; the samplers with ``zeta = 0`` / ``m_r = 0`` do the same one
-    image at a time."""
+                 steps: int = TRAIN_STEPS) -> torch.Tensor:
+    """Unconditional samples of the prior, a batch of ``shape`` (B, C, H, W) on the denoiser's device: ``steps``
+    ancestral DDPM steps (``DDPMScheduler.step``) from ``x_N ~ N(0, I)`` drawn from ``generator``; the samplers
+    with ``zeta = 0`` / ``m_r = 0`` do the same one image at a time."""
     _check_generator(generator)
+    device = next(denoiser.parameters()).device
     scheduler = ddpm_scheduler()
     scheduler.set_timesteps(validation.integer("steps", steps))
     x = torch.randn(shape, generator=generator, device=generator.device).to(device)

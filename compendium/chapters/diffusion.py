@@ -180,8 +180,9 @@ class Data:
     labels: torch.Tensor
     targets: int
 
-    def target(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.images[i:i + 1], self.labels[i:i + 1]
+    def target(self, i: int, device: str | torch.device = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+        """The ``i``-th private image (1, C, H, W) and its label (1,), on ``device``."""
+        return self.images[i:i + 1].to(device), self.labels[i:i + 1].to(device)
 
 
 def load_data(cfg: Settings) -> Data:
@@ -320,7 +321,7 @@ def attack(cfg: Settings, prior_: Prior, model: nn.Module, data: Data, *, method
         raise ValueError(f"target={target!r}; allowed: below {len(data.images)}")
     variance = validation.number("variance", variance, at_least=0.0, what="noise variance sigma^2")
     device = resolve_device(cfg.device)
-    image, label = (t.to(device) for t in data.target(target))
+    image, label = data.target(target, device)
     raw = dg.weight_gradient(model, image, label)
     released = dg.release(raw, sigma=math.sqrt(variance), normalise=normalised,
                           generator=torch.Generator().manual_seed(100 + target + 1000 * cfg.seed))

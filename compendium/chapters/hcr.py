@@ -7,6 +7,8 @@ the paper's; "the authors' code" is github.com/facebookresearch/hcrbounds.
 """
 from __future__ import annotations
 
+import copy
+
 import time
 from dataclasses import dataclass
 
@@ -434,8 +436,9 @@ def train_tasks(tasks: dict, cfg: Settings, device) -> pd.DataFrame:
         task["x_test"] = normalised(task["test"][0], *task["norm"]).to(device)
         task["y_test"] = task["test"][1].to(device)
         start = time.perf_counter()
+        # shuffles drawn on the CPU, so that a run on a GPU trains on the book's batches
         train.train_classifier(task["model"], (x_train.to(device), task["train"][1].to(device)), task["epochs"],
-                               generator=torch.Generator(device=device).manual_seed(cfg.seed), device=str(device),
+                               generator=torch.Generator().manual_seed(cfg.seed), device=str(device),
                                progress=False)
         task["train_seconds"] = time.perf_counter() - start
         model = task["model"].eval().requires_grad_(False)
@@ -461,9 +464,10 @@ def run_hcr(task: dict, cfg: Settings, device, diffdiv: float, iterations: int, 
     ``cfg.num_restarts`` draws, size ``s = 1/diffdiv`` and ``iterations`` repetitions, float32 Jacobian products and
     float64 exact forward passes; the result carries its wall-clock time as ``seconds``."""
     start = time.perf_counter()
+    # the noise drawn on the CPU (hcr_bound moves it), so that a run on a GPU bounds the book's draws
     res = hcr.hcr_bound(task["model"].features, task["x_eval"], task["sigma"], num_restarts=cfg.num_restarts,
                         num_power_iterations=iterations, diffdiv=diffdiv,
-                        generator=torch.Generator(device=device).manual_seed(cfg.seed),
+                        generator=torch.Generator().manual_seed(cfg.seed),
                         exact_map=task["exact"].features, **kwargs)
     res.seconds = time.perf_counter() - start
     return res
@@ -506,11 +510,17 @@ def bound_summary(runs: dict, tasks: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def exact_on_cpu(task: dict) -> torch.nn.Module:
+    """A CPU copy of the task's float64 model, for the checks below that recompute single images on the CPU beside
+    numpy (the task's own copy stays on the chapter's device for :func:`run_hcr`)."""
+    return copy.deepcopy(task["exact"]).cpu()
+
+
 def recompute_first_draw(task: dict, res: hcr.HCRResult):
     """The first draw of the first example of a run, recomputed independently: its exact feature change by a fresh
     float64 forward pass, and its per-DCT-mode bound (5)+(12) from that change.  Returns ``(z_eps, bound)``."""
     eps0 = torch.tensor(res.eps[0, :1])
-    _, z = hcr.hcr_sd_along(task["exact"].features, task["x_eval"][:1].double().cpu(), eps0, task["sigma"])
+    _, z = hcr.hcr_sd_along(exact_on_cpu(task).features, task["x_eval"][:1].double().cpu(), eps0, task["sigma"])
     return z, hcr.hcr_sd_bound(hcr.dct2(res.eps[0, 0]), z, task["sigma"])
 
 
@@ -556,7 +566,7 @@ def jacobian_ranks(tasks: dict, max_images: int = 32) -> pd.DataFrame:
     for task in tasks.values():
         x_rank = task["x_eval"][:max_images].double().cpu()
         D_task = np.kron(np.eye(x_rank.shape[1]), hcr.dct_matrix(tuple(x_rank.shape[-2:])))  # every channel's DCT
-        task["jacobian_rank"] = jr = hcr.jacobian_rank(task["exact"].features, x_rank, directions=D_task)
+        task["jacobian_rank"] = jr = hcr.jacobian_rank(exact_on_cpu(task).features, x_rank, directions=D_task)
         rows.append({"task": task["title"], "images": len(x_rank), "pixels p": x_rank[0].numel(),
                      "features n": task["model"].feature_dim,
                      "rank J: median (min–max)": f"{int(np.median(jr.rank))} ({jr.rank.min()}–{jr.rank.max()})",
