@@ -508,3 +508,21 @@ def test_jacobian_rank_of_a_relu_layer_counts_its_active_units():
 def test_jacobian_rank_rejects_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         hcr.jacobian_rank(lambda t: t.flatten(1), torch.zeros(2, 4), **kwargs)
+
+
+def test_linear_piece_extent_is_the_first_relu_crossing():
+    """By hand: ReLU(x) then ReLU(W y + b); along v the pre-activations are x + t v and W(x + t v) + b while no unit
+    changes side, and the extent is the first zero among them."""
+    import torch.nn as nn
+
+    layers = nn.Sequential(nn.Flatten(), nn.ReLU(), nn.Linear(2, 1, dtype=torch.float64), nn.ReLU())
+    with torch.no_grad():
+        layers[2].weight.copy_(torch.tensor([[1.0, 1.0]]))
+        layers[2].bias.fill_(-1.0)
+    x, v = torch.tensor([[1.0, 2.0]], dtype=torch.float64), torch.tensor([[-1.0, -1.0]], dtype=torch.float64)
+    # first layer: 1 - t and 2 - t cross at 1 and 2; second: 3 - 2t - 1 = 2 - 2t crosses at 1
+    assert hcr.linear_piece_extent(layers, x, v) == pytest.approx(1.0)
+    assert hcr.linear_piece_extent(layers, x, torch.tensor([[-1.0, 0.5]], dtype=torch.float64)) == pytest.approx(1.0)
+    assert hcr.linear_piece_extent(layers, x, -v) == float("inf")  # every unit moves away from its kink
+    with pytest.raises(ValueError, match="Sequential of Linear"):
+        hcr.linear_piece_extent(nn.Sequential(nn.Tanh()), x, v)

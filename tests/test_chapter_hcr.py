@@ -100,9 +100,10 @@ def test_null_space_and_attacks(tiny):
     assert list(ranks["images"]) == [2, 2, 2]
     gray = tasks["gray"]
     if gray["jacobian_rank"].null_direction[0] is not None:
-        steps, mode = chapter.null_direction_steps(gray)
-        assert len(steps) == 3 and 0 <= mode < 64
-        assert np.all(steps["‖z_ε‖ / ‖a(θ)‖"] < 1e-12)
+        steps, mode, extent = chapter.null_direction_steps(gray)
+        assert len(steps) == 4 and 0 <= mode < 64 and 0 < extent < np.inf
+        inside = steps["step / linear piece"] < 1
+        assert np.all(steps["‖z_ε‖ / ‖a(θ)‖"][inside] < 1e-12) and np.all(steps["‖z_ε‖ / ‖a(θ)‖"][~inside] > 1e-12)
     releases = chapter.simulate_releases(gray, cfg, torch.device("cpu"))
     assert (releases.n, releases.K) == (2, 6) and releases.observed.shape == (12, gray["model"].feature_dim)
     attacks = chapter.run_attacks(gray, releases, cfg, torch.device("cpu"))

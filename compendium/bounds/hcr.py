@@ -20,6 +20,7 @@ device, and runs LSQR on CPU float64 numpy vectors.
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -191,6 +192,30 @@ def feature_jacobians(feature_map, points: torch.Tensor) -> torch.Tensor:
 
     jac = torch.func.vmap(torch.func.jacrev(single))(points)
     return jac.reshape(points.shape[0], -1, points[0].numel())
+
+
+def linear_piece_extent(layers: torch.nn.Sequential, x: torch.Tensor, direction: torch.Tensor) -> float:
+    """How far the input ``x`` (one example, batch of 1) can move along ``direction`` before the piecewise-linear
+    ``layers`` (a ``Sequential`` of affine maps, ``Flatten`` and ``ReLU``) change linear piece: the smallest ``t > 0``
+    at which the pre-activation ``h_u(x + t v)`` of some ReLU unit ``u`` crosses zero.  Inside the piece every
+    pre-activation is affine in ``t``, ``h_u + t d_u`` with ``d_u`` its derivative along ``v`` (one
+    ``torch.func.jvp``), so the first crossing is ``min { -h_u / d_u : h_u d_u < 0 }`` (``inf`` if there is none;
+    ``0`` if a unit sits exactly at its kink).  *[ours]*: the extent of the null-space argument of the HCR chapter."""
+    allowed = (torch.nn.Linear, torch.nn.Conv2d, torch.nn.Flatten, torch.nn.ReLU)
+    if not isinstance(layers, torch.nn.Sequential) or not all(isinstance(m, allowed) for m in layers):
+        raise ValueError("layers must be a torch.nn.Sequential of Linear, Conv2d, Flatten and ReLU modules; "
+                         f"got {layers!r}")
+    extent = math.inf
+    for index, module in enumerate(layers):
+        if isinstance(module, torch.nn.ReLU):
+            with torch.no_grad():
+                h, d = torch.func.jvp(layers[:index], (x,), (direction.reshape(x.shape).to(x.dtype),))
+            crossing = (h * d < 0)
+            if (h == 0).any():
+                return 0.0
+            if crossing.any():
+                extent = min(extent, float((-h[crossing] / d[crossing]).min()))
+    return extent
 
 
 class JacobianRank(NamedTuple):

@@ -576,22 +576,26 @@ def jacobian_ranks(tasks: dict, max_images: int = 32) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def null_direction_steps(task: dict, steps=(1e-3, 1e-2, 1e-1)):
-    """Steps of length ``t`` along a null direction of the Jacobian at the task's first evaluated image (from
-    ``task["jacobian_rank"]``): the exact feature change relative to the features, and the HCR bound (5)+(12) on the
-    DCT mode that the direction moves most.  Returns ``(table, mode)``."""
-    exact, theta0 = task["exact"].features, task["x_eval"][:1].double().cpu()
+def null_direction_steps(task: dict, fractions=(1e-2, 1e-1, 0.9, 2.0)):
+    """Steps along a null direction ``v`` of the Jacobian at the task's first evaluated image (from
+    ``task["jacobian_rank"]``), of lengths ``fractions`` times the extent of the linear piece along ``v``
+    (:func:`hcr.linear_piece_extent`: the step at which the first ReLU unit changes side): the exact feature change
+    relative to the features, and the HCR bound (5)+(12) on the DCT mode that the direction moves most.  Inside the
+    piece (fraction < 1) the features must not move; past it they do.  Returns ``(table, mode, extent)``."""
+    model, theta0 = exact_on_cpu(task), task["x_eval"][:1].double().cpu()
     null_dir = task["jacobian_rank"].null_direction[0]  # a unit vector with J v = 0 at the first image
     mode = np.argmax(np.abs(hcr.dct_matrix(theta0.shape[-2:]) @ null_dir))
-    feature_norm = float(exact(theta0).norm())
+    extent = hcr.linear_piece_extent(model.features, theta0, torch.from_numpy(null_dir))
+    feature_norm = float(model.features(theta0).norm())
     rows = []
-    for t in steps:
-        eps_null = torch.tensor(t * null_dir).reshape(theta0.shape)
-        _, z_null = hcr.hcr_sd_along(exact, theta0, eps_null, task["sigma"])
-        rows.append({"step ‖ε‖": t, "‖z_ε‖ / ‖a(θ)‖": np.linalg.norm(z_null) / feature_norm,
+    for fraction in fractions:
+        eps_null = torch.tensor(fraction * extent * null_dir).reshape(theta0.shape)
+        _, z_null = hcr.hcr_sd_along(model.features, theta0, eps_null, task["sigma"])
+        rows.append({"step / linear piece": fraction, "step ‖ε‖": fraction * extent,
+                     "‖z_ε‖ / ‖a(θ)‖": np.linalg.norm(z_null) / feature_norm,
                      f"HCR bound on DCT mode {mode} (5)+(12)": float(hcr.hcr_sd_bound(
                          hcr.dct2(eps_null.numpy()), z_null, task["sigma"]).ravel()[mode])})
-    return pd.DataFrame(rows), mode
+    return pd.DataFrame(rows), mode, extent
 
 
 # ---------------------------------------------------------------------------------------------------------------
