@@ -536,10 +536,10 @@ def markdown(report: dict) -> str:
     for row in report["chapters"]:
         comp = row.get("comparison")
         if row.get("error") or comp is None:
-            lines.append(f"| {row['chapter']} | | | | failed: {row.get('error')} |")
+            lines.append(f"| `{row['chapter']}` | | | | failed: {row.get('error')} |")
             continue
         counts = comp["counts"]
-        lines.append(f"| {row['chapter']} | {duration(row['reference_seconds'])} | {duration(row['seconds'])} | "
+        lines.append(f"| `{row['chapter']}` | {duration(row['reference_seconds'])} | {duration(row['seconds'])} | "
                      f"×{row['reference_seconds'] / row['seconds']:.1f} | {counts['same']} / {counts['close']} / "
                      f"{counts['differs'] + counts['unmatched']} |")
     lines += ["", "| Paper-size work (synthetic inputs, random weights) | per step on the GPU | extrapolated | "
