@@ -210,7 +210,8 @@ def diffusion_item(device, tiny: bool) -> list[dict]:
     torch.manual_seed(0)  # diffusers draws its random initialisation from the global generator
     if tiny:
         config = dict(sample_size=16, in_channels=3, out_channels=3, layers_per_block=1, block_out_channels=(8, 16),
-                      down_block_types=("DownBlock2D", "AttnDownBlock2D"), up_block_types=("AttnUpBlock2D", "UpBlock2D"),
+                      down_block_types=("DownBlock2D", "AttnDownBlock2D"),
+                      up_block_types=("AttnUpBlock2D", "UpBlock2D"),
                       norm_num_groups=4)
     else:
         config = DDPM_CELEBAHQ_256

@@ -63,7 +63,8 @@ def test_headline_numbers_reads_glued_values_and_checked_cells_only():
     stream = {"output_type": "stream", "name": "stdout", "text": "MSE 1.25, PSNR -3 dB over 10 images\n"}
     warning = {"output_type": "stream", "name": "stderr", "text": "graph.py:869: UserWarning\n"}
     table = {"output_type": "execute_result", "metadata": {}, "data": {"text/plain": "   a  b\n0  7  .5"}}
-    notebook = {"cells": [_cell([glued, hidden]), _cell([warning, stream, table], tags=["nbval-check-output"], cell_id="t"),
+    checked = _cell([warning, stream, table], tags=["nbval-check-output"], cell_id="t")
+    notebook = {"cells": [_cell([glued, hidden]), checked,
                           _cell([stream], cell_id="timing"), {"cell_type": "markdown", "source": "9"}]}
     assert gpu_check.headline_numbers(notebook) == {
         "glue:tpr": [0.813], "glue:eps": [1.5e-3], "cell:t": [1.25, -3.0, 10.0, 0.0, 7.0, 0.5]}
