@@ -485,6 +485,14 @@ def test_identity_attack_scores_the_identitys_images(tiny_attack, monkeypatch):
     code, printed = scoring.iloc[0], scoring.iloc[1]
     assert code["TPR*"] == result.summary()["TPR*"]
     assert printed["TPR*"] >= code["TPR*"] and printed["FPR*"] >= code["FPR*"]  # more images: smaller minima
+    numbers = chapter.identity_numbers([result], chapter.identity_scoring(result, pool), table5)  # the prose's
+    summary = result.summary()
+    assert numbers["tl_id_tpr01_10"] == summary["TPR@FPR=0.01"] and numbers["tl_id_fprstar_10"] == summary["FPR*"]
+    assert numbers["tl_id_printed_tpr01_10"] == printed["TPR@FPR=0.01"]
+    assert numbers["tl_id_classtpr_10"] == table5["mean"].iloc[1]
+    assert numbers["tl_id_restart_10"] == table5["mean"].iloc[3]
+    assert np.isnan(numbers["tl_id_tpr01_40"]) and np.isnan(numbers["tl_id_drop"])  # N = 40 not run
+    assert numbers["tl_id_paper_tpr01_40"] == 0.084 and numbers["tl_id_paper_factor"] == pytest.approx(0.385 / 0.084)
     recon, nearest, hit = chapter.reconstruction_examples(result, pool, heads=4)
     assert recon.shape == (4, 1, 8, 8) and torch.equal(2 * nearest - 1, images[:4, 0])
     picked = chapter.reconstruction_examples(result, pool, heads=torch.tensor([3, 1]))  # heads by index

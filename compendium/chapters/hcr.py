@@ -119,8 +119,8 @@ SCALES = {
     "paper": dict(gray_data="mnist", gray_hidden=784, gray_epochs=6, gray_kappa=1.0, gray_diffdivs=(200.0, 1000.0),
                   gray_low_freq=8, gray_cnn_kappa=1.0, colour_data="cifar10", colour_resolution=32,
                   colour_per_class=5000, colour_widths=(32, 1024, 3072), colour_hidden=3072, colour_epochs=7,
-                  colour_kappa=5.0, colour_diffdivs=(500.0, 1000.0), colour_low_freq=8, gray_examples=1000,
-                  gray_cnn_examples=100, colour_examples=500, num_restarts=25, power_iterations=(1, 10),
+                  colour_kappa=5.0, colour_diffdivs=(500.0, 1000.0), colour_low_freq=8, gray_examples=10_000,
+                  gray_cnn_examples=100, colour_examples=2_500, num_restarts=25, power_iterations=(1, 10),
                   inversion_steps=3000, decoder_epochs=20, data_dir="data", imagenet_dir=None,
                   imagenet_examples=128),
 }

@@ -993,6 +993,33 @@ def identity_scoring(result: AttackResult, pool: Pools) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def identity_numbers(results: list[AttackResult], scoring: pd.DataFrame, table: pd.DataFrame) -> dict[str, float]:
+    """The numbers the CelebA section's prose (and the errata page) pastes, keyed for ``glue``: per set size of
+    Table 1's CelebA row (10 and 40; ``nan`` for one not run at this scale) the TPR and FPR at ``tau_NN`` and the
+    TPR at FPR = 0.01, scored the code's way and Algorithm 2's printed way (``scoring``, from
+    :func:`identity_scoring`), the heads' classification TPR and share below the restart loss (``table``, from
+    :func:`table5`), and the paper's values beside them (:data:`PAPER_TABLE1`, :data:`PAPER_TABLE5`); the relative
+    fall of our TPR at FPR = 0.01 from N = 10 to 40 and the paper's factor."""
+    numbers = {}
+    by_size = {r.set_size: r.summary() for r in results}
+    for n in (10, 40):
+        s = by_size.get(n)
+        numbers |= {f"tl_id_{key}_{n}": (s[name] if s else math.nan)
+                    for key, name in (("tpr01", "TPR@FPR=0.01"), ("tprstar", "TPR*"), ("fprstar", "FPR*"))}
+        printed = scoring[(scoring["N"] == n) & scoring["compared with"].str.startswith("all N")]
+        numbers[f"tl_id_printed_tpr01_{n}"] = float(printed["TPR@FPR=0.01"].iloc[0]) if len(printed) else math.nan
+        numbers[f"tl_id_printed_fprstar_{n}"] = float(printed["FPR*"].iloc[0]) if len(printed) else math.nan
+        rows = table[table["N"] == n].set_index("rate")["mean"]
+        numbers[f"tl_id_classtpr_{n}"] = float(rows.get("classification TPR", math.nan))
+        numbers[f"tl_id_restart_{n}"] = float(rows.get(f"training loss < {RESTART_LOSS:g}", math.nan))
+        paper_tpr, paper_fpr, paper_tpr01 = PAPER_TABLE1["CelebA"][n]
+        numbers |= {f"tl_id_paper_tpr01_{n}": paper_tpr01, f"tl_id_paper_fprstar_{n}": paper_fpr,
+                    f"tl_id_paper_classtpr_{n}": PAPER_TABLE5[n]["TPR"][0]}
+    numbers["tl_id_drop"] = 1 - numbers["tl_id_tpr01_40"] / numbers["tl_id_tpr01_10"]
+    numbers["tl_id_paper_factor"] = numbers["tl_id_paper_tpr01_10"] / numbers["tl_id_paper_tpr01_40"]
+    return {key: float(value) for key, value in numbers.items()}
+
+
 def training_curves(results: list[AttackResult]) -> pd.DataFrame:
     """Fig. 3c's counterpart: one row per ``N`` and pass over the training heads of a run made with ``curves=True``,
     with the reconstructor's Adam steps so far, its training loss (Eq. (3), the mean over the pass while the weights
