@@ -326,9 +326,9 @@ def _launch(key: str, scale: str, device: str, out_dir: Path, threads: int) -> s
     code = ("import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); from compendium import book; "
             "book.execute_chapter(sys.argv[2], scale=sys.argv[3], device=sys.argv[4], out_dir=Path(sys.argv[5]), "
             "force=True)")
-    log = open(out_dir / f"{key}.log", "w")
-    return subprocess.Popen([sys.executable, "-c", code, str(REPOSITORY), key, scale, device, str(out_dir)],
-                            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    with open(out_dir / f"{key}.log", "w") as log:  # the child keeps its own copy of the descriptor
+        return subprocess.Popen([sys.executable, "-c", code, str(REPOSITORY), key, scale, device, str(out_dir)],
+                                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
 
 
 def execute_all(keys: list[str], scale: str, device: str, jobs: int, out_dir: Path, deadline: float) -> dict:

@@ -210,9 +210,9 @@ def linear_piece_extent(layers: torch.nn.Sequential, x: torch.Tensor, direction:
         if isinstance(module, torch.nn.ReLU):
             with torch.no_grad():
                 h, d = torch.func.jvp(layers[:index], (x,), (direction.reshape(x.shape).to(x.dtype),))
-            crossing = (h * d < 0)
             if (h == 0).any():
                 return 0.0
+            crossing = h * d < 0
             if crossing.any():
                 extent = min(extent, float((-h[crossing] / d[crossing]).min()))
     return extent

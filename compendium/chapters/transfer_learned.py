@@ -1002,7 +1002,7 @@ def identity_numbers(results: list[AttackResult], scoring: pd.DataFrame, table: 
     fall of our TPR at FPR = 0.01 from N = 10 to 40 and the paper's factor."""
     numbers = {}
     by_size = {r.set_size: r.summary() for r in results}
-    for n in (10, 40):
+    for n in PAPER_TABLE1["CelebA"]:
         s = by_size.get(n)
         numbers |= {f"tl_id_{key}_{n}": (s[name] if s else math.nan)
                     for key, name in (("tpr01", "TPR@FPR=0.01"), ("tprstar", "TPR*"), ("fprstar", "FPR*"))}
@@ -1012,7 +1012,7 @@ def identity_numbers(results: list[AttackResult], scoring: pd.DataFrame, table: 
         rows = table[table["N"] == n].set_index("rate")["mean"]
         numbers[f"tl_id_classtpr_{n}"] = float(rows.get("classification TPR", math.nan))
         numbers[f"tl_id_restart_{n}"] = float(rows.get(f"training loss < {RESTART_LOSS:g}", math.nan))
-        paper_tpr, paper_fpr, paper_tpr01 = PAPER_TABLE1["CelebA"][n]
+        _, paper_fpr, paper_tpr01 = PAPER_TABLE1["CelebA"][n]
         numbers |= {f"tl_id_paper_tpr01_{n}": paper_tpr01, f"tl_id_paper_fprstar_{n}": paper_fpr,
                     f"tl_id_paper_classtpr_{n}": PAPER_TABLE5[n]["TPR"][0]}
     numbers["tl_id_drop"] = 1 - numbers["tl_id_tpr01_40"] / numbers["tl_id_tpr01_10"]
