@@ -125,6 +125,24 @@ def test_guidance_pulls_an_uninformative_prior_towards_the_target():
     assert len(dsg.loss) == 20 and np.isfinite(dsg.psnr).all()
 
 
+class SaturatingDenoiser(nn.Module):
+    """A prior whose Tweedie estimate lies far outside [-1, 1], so the clipped estimate has no gradient in x_t."""
+
+    def forward(self, x, t):
+        return torch.full_like(x, -1e4)
+
+
+def test_dsg_at_full_guidance_with_a_zero_gradient_steps_unguided():
+    """m_r = 1 and a zero loss gradient make d_m = 0; DSG then takes the sampler's own step (it was NaN)."""
+    model = _attacked()
+    label = torch.tensor([1])
+    g = dg.weight_gradient(model, torch.zeros(1, 1, 2, 2), label).detach()
+    runs = [dg.dsg_reconstruct(SaturatingDenoiser(), model, label, g, shape=(1, 1, 2, 2), guidance_rate=rate,
+                               steps=10, generator=torch.Generator().manual_seed(0)) for rate in (1.0, 0.0)]
+    assert torch.isfinite(runs[0].final).all()
+    assert torch.equal(runs[0].final, runs[1].final)
+
+
 def test_gradient_matching_baseline_lowers_the_matching_loss():
     target = torch.tensor([[[[0.6, -0.4], [0.3, -0.7]]]])
     model = _attacked()
