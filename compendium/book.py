@@ -5,8 +5,9 @@
    package version and a digest of the package's source, and a run with the same key is skipped.
 2. :func:`stage_book` copies ``_config.yml``, ``_toc.yml``, ``book/`` and the executed notebooks into a staging
    folder laid out like the repository.
-3. :func:`build_book` does both for every chapter, renders the staged copy with ``jupyter-book build`` (execution
-   off, warnings as errors) and puts the site in ``_build/html``.
+3. :func:`build_book` does both for every chapter (:func:`execute_chapters`: several at a time, each in its own
+   process), renders the staged copy with ``jupyter-book build`` (execution off, warnings as errors) and puts the
+   site in ``_build/html``.
 
 Relative paths given to these functions are taken from the repository root.
 """
@@ -19,6 +20,8 @@ import re
 import shutil
 import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -29,7 +32,8 @@ from compendium import chapters
 from compendium.base import in_repository, repository_root, resolve_device
 
 KERNEL = "python3"
-METADATA_KEY = "compendium"  # executed notebooks carry {"cache_key", "parameters", "version"} under this key
+# executed notebooks carry {"cache_key", "parameters", "version", "seconds", "cpus", "threads"} under this key
+METADATA_KEY = "compendium"
 
 
 class ChapterExecutionError(RuntimeError):
@@ -95,6 +99,7 @@ def execute_notebook(
     partial = target.with_name(f".{target.stem}.partial.ipynb")
     failed = target.with_name(f"{target.stem}.failed.ipynb")
     print(f"[{label}] executing {source} with {parameters}", flush=True)
+    start = time.perf_counter()
     try:
         papermill.execute_notebook(
             str(source), str(partial), parameters=parameters, kernel_name=KERNEL, cwd=str(source.parent),
@@ -114,12 +119,20 @@ def execute_notebook(
         tags = cell.metadata.get("tags", [])
         if "injected-parameters" in tags and "remove-cell" not in tags:
             cell.metadata["tags"] = [*tags, "remove-cell"]
-    executed.metadata[METADATA_KEY] = {"cache_key": key, "parameters": parameters, "version": compendium.__version__}
+    executed.metadata[METADATA_KEY] = {"cache_key": key, "parameters": parameters, "version": compendium.__version__,
+                                       "seconds": round(time.perf_counter() - start, 1), "cpus": os.cpu_count(),
+                                       "threads": int(os.environ.get("OMP_NUM_THREADS", os.cpu_count() or 1))}
     nbformat.write(executed, partial)
     os.replace(partial, target)
     failed.unlink(missing_ok=True)
     print(f"[{label}] executed: {target}", flush=True)
     return True
+
+
+def _check_jobs(jobs) -> int:
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs={jobs!r}; allowed: an integer >= 1 (chapters executed at once)")
+    return jobs
 
 
 def _check_run(scale: str, device: str, seed: int) -> None:
@@ -157,9 +170,84 @@ def execute_chapter(
     return target
 
 
+def thread_environment(jobs: int) -> dict[str, str]:
+    """The environment of a chapter run that shares the machine with ``jobs - 1`` others: the parent's, with the
+    math libraries' threads (OpenMP, MKL) set to an equal share of the cores, at least one."""
+    threads = str(max(1, (os.cpu_count() or 1) // jobs))
+    return {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
+
+
+def recorded_seconds(executed: Path) -> float | None:
+    """The execution time an executed notebook recorded, ``None`` if it has none."""
+    try:
+        return nbformat.read(executed, as_version=4).metadata.get(METADATA_KEY, {}).get("seconds")
+    except (OSError, ValueError):
+        return None
+
+
+def execute_chapters(keys: list[str], *, scale: str = "book", device: str = "auto", seed: int = 0,
+                     out_dir: Path = Path("_build/executed"), force: bool = False, jobs: int = 1) -> dict[str, Path]:
+    """:func:`execute_chapter` for every chapter of ``keys`` into ``out_dir``; returns key -> executed notebook.
+
+    With ``jobs > 1`` the chapters to execute (those not cached, or all with ``force``) run ``jobs`` at a time, each
+    in its own process (``python -m compendium run``) with :func:`thread_environment`'s share of the cores, the
+    longest first by the time each recorded last; a chapter's output is printed when it ends.  On 2 cores two
+    one-thread runs take half the time of one run after the other (the chapters are mostly too small to gain from a
+    second thread), so the build defaults to one job per core."""
+    _check_run(scale, device, seed)
+    jobs = _check_jobs(jobs)
+    out_dir = in_repository(out_dir)
+    targets = {key: out_dir / chapters.chapter(key).notebook for key in keys}
+    if jobs == 1:
+        for key in keys:
+            execute_chapter(key, scale=scale, device=device, seed=seed, out_dir=out_dir, force=force)
+        return targets
+    parameters = {"scale": scale, "device": device, "seed": seed}
+    stale = [key for key in keys if force
+             or stored_key(targets[key]) != cache_key(in_repository(chapters.chapter(key).notebook), parameters)]
+    for key in set(keys) - set(stale):
+        print(f"[{key}] up to date, not re-executed: {targets[key]}", flush=True)
+    stale.sort(key=lambda k: -(recorded_seconds(targets[k]) or float("inf")))
+    env = thread_environment(min(jobs, len(stale) or 1))
+
+    def run(key: str) -> None:
+        command = [sys.executable, "-m", "compendium", "run", key, "--scale", scale, "--device", device,
+                   "--seed", str(seed), "--output", str(targets[key])]
+        print(f"[{key}] executing in a process of its own", flush=True)
+        result = subprocess.run(command, env=env, cwd=repository_root(), stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        print(f"[{key}] finished:\n" + "\n".join(result.stdout.splitlines()[-5:]), flush=True)
+        if result.returncode != 0:
+            raise ChapterExecutionError(f"chapter {key!r} failed (exit code {result.returncode}):\n{result.stdout}")
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for future in [pool.submit(run, key) for key in stale]:
+            future.result()
+    return targets
+
+
+BUILD_TIMES = re.compile(r"(<!-- generated by the build: chapter times -->\n).*?(\n<!-- end of the generated tables -->)",
+                         re.S)
+
+
+def build_times_table(executed: dict[str, Path]) -> str:
+    """A markdown table of the execution each executed notebook recorded: chapter, scale, time, the machine's
+    cores and the threads the chapter had."""
+    lines = ["| Chapter | scale | execution time | cores | threads |", "|---|---|---|---|---|"]
+    for key, path in executed.items():
+        meta = nbformat.read(path, as_version=4).metadata.get(METADATA_KEY, {})
+        seconds = meta.get("seconds")
+        shown = "not recorded" if seconds is None else (
+            f"{seconds:.0f} s" if seconds < 120 else f"{int(seconds // 60)} min {seconds % 60:.0f} s")
+        lines.append(f"| {chapters.chapter(key).title} | `{meta.get('parameters', {}).get('scale', '?')}` | {shown} "
+                     f"| {meta.get('cpus', '?')} | {meta.get('threads', '?')} |")
+    return "\n".join(lines)
+
+
 def stage_book(executed_dir: Path, stage_dir: Path) -> Path:
     """Lay out the book for ``jupyter-book build`` in ``stage_dir``: ``_config.yml``, ``_toc.yml``, ``book/`` from
-    the repository and every chapter's executed notebook from ``executed_dir``, at their repository paths.
+    the repository and every chapter's executed notebook from ``executed_dir``, at their repository paths; the
+    reproduce page's chapter times are filled in from the executed notebooks (:func:`build_times_table`).
 
     ``stage_dir`` is emptied first.  Returns it.
     """
@@ -179,19 +267,25 @@ def stage_book(executed_dir: Path, stage_dir: Path) -> Path:
     for c in chapters.registry().values():
         (stage_dir / c.notebook).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(executed_dir / c.notebook, stage_dir / c.notebook)
+    page = stage_dir / "book" / "reproduce.md"  # the times of the very build the reader is looking at
+    if page.is_file():
+        table = build_times_table({key: executed_dir / c.notebook for key, c in chapters.registry().items()})
+        page.write_text(BUILD_TIMES.sub(lambda m: m.group(1) + table + m.group(2), page.read_text()))
     return stage_dir
 
 
 def build_book(
-    scale: str = "book", device: str = "auto", seed: int = 0, force: bool = False, out: Path = Path("_build")
+    scale: str = "book", device: str = "auto", seed: int = 0, force: bool = False, out: Path = Path("_build"),
+    jobs: int = 1,
 ) -> Path:
-    """Execute every chapter (cached) into ``out/executed``, stage into ``out/stage``, render with
-    ``jupyter-book build -W -n --keep-going`` (into ``out/stage/_build/html``) and copy the site to ``out/html``.
-    Returns that folder."""
+    """Execute every chapter (cached; ``jobs`` at a time, :func:`execute_chapters`) into ``out/executed``, stage
+    into ``out/stage``, render with ``jupyter-book build -W -n --keep-going`` (into ``out/stage/_build/html``) and
+    copy the site to ``out/html``.  Returns that folder."""
     _check_run(scale, device, seed)
+    _check_jobs(jobs)
     out = in_repository(out)
-    for key in chapters.registry():
-        execute_chapter(key, scale=scale, device=device, seed=seed, out_dir=out / "executed", force=force)
+    execute_chapters(list(chapters.registry()), scale=scale, device=device, seed=seed, out_dir=out / "executed",
+                     force=force, jobs=jobs)
     stage = stage_book(out / "executed", out / "stage")
 
     # jupyter-book writes to <source>/_build/html; the stage is fresh, so this is always a full Sphinx build.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -29,6 +30,16 @@ def _seed(text: str) -> int:
     if seed < 0:
         raise argparse.ArgumentTypeError(f"seed must be an integer >= 0; got {text!r}")
     return seed
+
+
+def _jobs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}; allowed: an integer >= 1")
+    return value
 
 
 def _device(text: str) -> str:
@@ -65,6 +76,9 @@ def _parser() -> argparse.ArgumentParser:
     build = commands.add_parser("build", help="execute every chapter (cached) and render the book into _build/html")
     _add_run_options(build)
     build.add_argument("--force", action="store_true", help="re-execute every chapter even when its result is cached")
+    build.add_argument("--jobs", type=_jobs, default=os.cpu_count() or 1,
+                       help="chapters executed at once, each in its own process with an equal share of the cores "
+                            "(default: one per core)")
     build.set_defaults(action=_build)
 
     run = commands.add_parser("run", help="re-execute one chapter notebook and print where the result is")
@@ -120,7 +134,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _build(args: argparse.Namespace) -> None:
-    book.build_book(scale=args.scale, device=args.device, seed=args.seed, force=args.force)
+    book.build_book(scale=args.scale, device=args.device, seed=args.seed, force=args.force, jobs=args.jobs)
 
 
 def _run(args: argparse.Namespace) -> None:

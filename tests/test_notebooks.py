@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import ast
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
@@ -23,17 +21,12 @@ DEFAULTS = {"scale": "book", "device": "auto", "seed": 0}
 
 
 @pytest.mark.parametrize("key", list(chapters.registry()))
-def test_executed_notebook_reproduces_under_nbval(key: str, executed_notebooks: dict[str, Path]) -> None:
-    notebook = executed_notebooks[key]
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-kernel-name", "python3", "-p", "no:cacheprovider",
-         str(notebook)],
-        cwd=notebook.parent, capture_output=True, text=True,
-    )
-    report = result.stdout + result.stderr
-    assert result.returncode == 0, f"nbval failed on {notebook}:\n{report}"
+def test_executed_notebook_reproduces_under_nbval(key: str, nbval_reports: dict[str, tuple[int, str]],
+                                                  executed_notebooks: dict[str, Path]) -> None:
+    returncode, report = nbval_reports[key]
+    assert returncode == 0, f"nbval failed on {executed_notebooks[key]}:\n{report}"
     passed = re.search(r"(\d+) passed", report)
-    assert passed and int(passed.group(1)) > 0, f"nbval ran no cells of {notebook}:\n{report}"
+    assert passed and int(passed.group(1)) > 0, f"nbval ran no cells of {executed_notebooks[key]}:\n{report}"
 
 
 def _assigned_values(source: str) -> dict[str, object]:
