@@ -154,7 +154,7 @@ def heads_item(device, tiny: bool) -> list[dict]:
         seconds = _seconds(fit, device) / heads
         rows.append({"item": f"transfer: 2.56e6 training heads, N = {n}", "unit": "head", "per_step_s": seconds,
                      "count": 2.56e6, "hours": seconds * 2.56e6 / 3600,
-                     "paper_hours": tl.PAPER_README_HOURS["heads"][n],
+                     "paper_hours": tl.PAPER_README_HOURS["heads"]["MNIST", n],
                      "paper_note": "authors' README, Apple M4 Pro CPU, one head at a time"})
     return rows
 
@@ -183,7 +183,7 @@ def reconstructor_item(device, tiny: bool) -> list[dict]:
     seconds = _seconds(lambda: run(steps), device) / steps
     return [{"item": "transfer: reconstructor, 1e6 Adam steps (Table 2, MNIST, batch 32)", "unit": "step",
              "per_step_s": seconds, "count": 1e6, "hours": seconds * 1e6 / 3600,
-             "paper_hours": tl.PAPER_README_HOURS["reconstructor"][10],
+             "paper_hours": tl.PAPER_README_HOURS["reconstructor"]["MNIST", 10],
              "paper_note": "authors' README, one V100, N = 10"}]
 
 

@@ -322,7 +322,7 @@ def fit_linear_heads(features: torch.Tensor, labels: torch.Tensor, *, num_classe
                      weight_decay: float, init_std: float, generator: torch.Generator,
                      noise_multiplier: float | None = None, max_grad_norm: float | None = None,
                      sample_rate: float = 1.0, optimizer: str = "sgd", batch_size: int | None = None,
-                     device: str = "auto", progress: bool = False) -> LinearHeads:
+                     shuffle: bool = True, device: str = "auto", progress: bool = False) -> LinearHeads:
     """Train ``K`` linear softmax heads at once, head ``k`` on its own ``N`` examples ``features[k]`` (K, N, F) with
     labels ``labels[k]`` (K, N): the batched variant of :func:`fit` for the transfer-learning chapter's shadow models
     (Maciazek & Allison 2025, Algorithm 1 and Appendix D.2).
@@ -333,8 +333,10 @@ def fit_linear_heads(features: torch.Tensor, labels: torch.Tensor, *, num_classe
 
     * without ``noise_multiplier``: full-batch gradient descent, ``g`` the mean gradient over the ``N`` examples
       (one step per epoch, the paper's non-private recipe); with ``batch_size`` ``B`` (a divisor of ``N``),
-      mini-batch SGD instead: every ``N / B`` steps a fresh random permutation of each head's examples, cut into
-      batches of ``B``, ``g`` the batch's mean gradient (Section 3.2, point 5, uses ``B = N / 2``);
+      mini-batch SGD instead: every ``N / B`` steps a fresh random permutation of each head's examples (with
+      ``shuffle=False`` the examples in their given order every epoch, as a ``DataLoader`` without shuffling: the
+      authors' code), cut into batches of ``B``, ``g`` the batch's mean gradient (Section 3.2, point 5, uses
+      ``B = N / 2``);
     * with ``noise_multiplier`` and ``max_grad_norm``: DP-SGD as opacus runs it (Appendix E): every example joins the
       step's batch with probability ``sample_rate`` (Poisson sampling), its gradient ``g_i`` is clipped to
       ``g_i min(1, C / (||g_i|| + 1e-6))``, Gaussian noise ``N(0, sigma^2 C^2)`` is added to their sum, and the sum is
@@ -377,6 +379,8 @@ def fit_linear_heads(features: torch.Tensor, labels: torch.Tensor, *, num_classe
     elif max_grad_norm is not None or sample_rate != 1.0:
         raise ValueError("max_grad_norm and sample_rate are DP-SGD settings; allowed only with a noise_multiplier")
     validation.choice("optimizer", optimizer, ("sgd", "adam"))
+    if not isinstance(shuffle, bool) or (not shuffle and batch_size is None):
+        raise ValueError(f"shuffle={shuffle!r}; allowed: True, or False with a batch_size")
     if batch_size is not None:
         validation.integer("batch_size", batch_size)
         if private or features.shape[1] % batch_size:
@@ -409,14 +413,14 @@ def fit_linear_heads(features: torch.Tensor, labels: torch.Tensor, *, num_classe
         weight, bias = _weight_space_descent(
             x, labels, init, steps=steps, lr=lr, weight_decay=weight_decay, generator=generator,
             noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm, sample_rate=sample_rate,
-            optimizer=optimizer, batch_size=batch_size, progress=progress)
+            optimizer=optimizer, batch_size=batch_size, shuffle=shuffle, progress=progress)
     return LinearHeads(weight, bias)
 
 
 def _weight_space_descent(x: torch.Tensor, labels: torch.Tensor, init: torch.Tensor, *, steps: int, lr: float,
                           weight_decay: float, generator: torch.Generator, noise_multiplier: float | None,
                           max_grad_norm: float | None, sample_rate: float, optimizer: str, batch_size: int | None,
-                          progress: bool) -> tuple[torch.Tensor, torch.Tensor]:
+                          shuffle: bool, progress: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`fit_linear_heads` on the F-wide weights, for every recipe but full-batch SGD (which runs on the Gram
     matrices): DP-SGD, mini-batch SGD and Adam, the update by ``torch.optim`` (:func:`_make_optimizer`) on the
     stacked weights, since both optimisers act elementwise and so on every head separately.  Returns the weights
@@ -441,7 +445,9 @@ def _weight_space_descent(x: torch.Tensor, labels: torch.Tensor, init: torch.Ten
             factor = (max_grad_norm / (residual.norm(dim=-1) * x_norm + 1e-6)).clamp(max=1.0) * batch
             residual.mul_(factor[..., None])
         elif batch_size is not None:
-            if step % (N // batch_size) == 0:  # a new epoch: each example's position in a fresh permutation
+            if not shuffle and step == 0:
+                position = torch.arange(N, device=x.device).expand(K, N)
+            elif shuffle and step % (N // batch_size) == 0:  # a new epoch: each position in a fresh permutation
                 position = torch.rand(K, N, generator=generator, device=gen_dev).argsort(1).argsort(1).to(x.device)
             residual.mul_((position // batch_size == step % (N // batch_size))[..., None])
         grad_w, grad_b = torch.bmm(x_t, residual), residual.sum(1, keepdim=True)

@@ -123,6 +123,28 @@ def test_tiny_attack_is_deterministic_and_shaped(tiny_attack):
     assert set(curves) == {"cumulative", "Neyman-Pearson (fitted Gaussians)", "Eq. (6)"}
 
 
+def test_per_class_rates_read_each_column_and_pool_them(tiny_attack):
+    """Pooled: Table 1's value over all columns; per class: the authors' compute_roc.py on one column each."""
+    result = tiny_attack[3]
+    row = chapter.per_class_rates([result]).iloc[0]
+    columns = [attack.tpr_at_fpr(result.h0[:, c], result.h1[:, c], 0.01) for c in range(10)]
+    assert row["pooled"] == result.summary()["TPR@FPR=0.01"]
+    assert row["last class (the authors')"] == columns[-1]
+    assert (row["class min"], row["class max"]) == (min(columns), max(columns))
+    assert row["class mean"] == pytest.approx(np.mean(columns))
+
+
+def test_disjoint_validation_heads_share_no_image(tiny_attack):
+    """disjoint_validation (the paper scale's): at most as many validation sets as the pool holds without a shared
+    image, and the H1 surrogate draws as many."""
+    cfg, pool, extractor, _ = tiny_attack
+    disjoint = dataclasses.replace(cfg, disjoint_validation=True, shadow_val=10_000)
+    result = chapter.run_attack(disjoint, pool, extractor, set_size=20, progress=False)
+    most = attack.disjoint_set_count(pool.validation[1], per_class=2, num_classes=10)
+    assert result.val_sets.shape == (most, 10, 2) and result.h1.shape == (most, 10)
+    assert len(set(result.val_sets.flatten().tolist())) == result.val_sets.numel()
+
+
 def test_unconditional_attack_scores_whole_sets(tiny_attack):
     cfg, pool, extractor, conditional = tiny_attack
     result = chapter.run_attack(cfg, pool, extractor, set_size=20, conditional=False, progress=False)
@@ -239,8 +261,23 @@ def test_head_accuracy_of_flattened_weights():
 
 def test_recipe_rows_of_table3():
     assert chapter.HeadRecipe.of("mnist", 40) == chapter.HeadRecipe(40)
-    cifar = chapter.HeadRecipe.of("cifar10", 40, init_std=0.0002)
-    assert (cifar.epochs, cifar.weight_decay, cifar.init_std) == (78, 1e-4, 0.0002)
+    cifar = chapter.HeadRecipe.of("cifar10", 40)
+    assert (cifar.epochs, cifar.weight_decay, cifar.init_std) == (78, 1e-4, 0.0002)  # the authors' configs
+    printed = chapter.HeadRecipe.of("cifar10", 40, init_std=chapter.PAPER_TABLE3_CIFAR_INIT_STD)
+    assert printed.init_std == 0.002
+
+
+def test_the_class_heads_init_std_follows_the_dataset_unless_set():
+    """Settings.init_std None takes the dataset's row (CIFAR-10 0.0002, MNIST 0.002); a value given replaces it."""
+    assert chapter.settings("paper", dataset="cifar10").head_init_std == 0.0002
+    assert chapter.settings("paper", dataset="mnist").head_init_std == 0.002
+    assert chapter.settings("paper", dataset="cifar10", init_std=0.002).head_init_std == 0.002
+    cifar, mnist = chapter.settings("paper", dataset="cifar10"), chapter.settings("paper", dataset="mnist")
+    assert chapter.attack_recipe(cifar, 10).init_std == 0.0002  # run_attack's path
+    assert chapter.attack_recipe(mnist, 10).init_std == 0.002
+    assert chapter.attack_recipe(cifar, 10, binary=True).init_std == 0.0002
+    assert chapter.attack_recipe(chapter.settings("paper", dataset="cifar10", init_std=0.002), 10).init_std == 0.002
+    assert chapter.attack_recipe(cifar, 10, init_std=0.2).init_std == 0.2
 
 
 def test_paper_scale_takes_cifars_width_and_clipping_norm():

@@ -154,3 +154,57 @@ def test_vggtiny_loads_the_authors_state_dict():
 def test_vggtiny_rejects_bad_arguments(kwargs, name):
     with pytest.raises(ValueError, match=name):
         VGGTiny(**kwargs)
+
+
+def _authors_reconstructor_state(in_features: int, s: int, channels: int) -> dict[str, torch.Tensor]:
+    """A state dict with the names and shapes of the authors' ``models.Reconstructor`` at 32x32 (written from their
+    module layout: ``convT``, ``model.<i>`` ResBlocks with ``conv1`` / ``conv2`` / ``conv_bypass``, each conv also
+    listed under its place in the block's ``model`` Sequential, ``model.3`` BatchNorm, ``final`` also ``model.5``)."""
+    g = torch.Generator().manual_seed(0)
+    state = {}
+
+    def conv(names, c_in, c_out, k, transposed=False):
+        shape = (c_in, c_out, k, k) if transposed else (c_out, c_in, k, k)
+        weight, bias = torch.randn(shape, generator=g), torch.randn(c_out, generator=g)
+        for name in names:
+            state.update({f"{name}.weight": weight, f"{name}.bias": bias})
+
+    def norm(name, c):
+        state.update({f"{name}.weight": torch.randn(c, generator=g), f"{name}.bias": torch.randn(c, generator=g),
+                      f"{name}.running_mean": torch.randn(c, generator=g),
+                      f"{name}.running_var": torch.rand(c, generator=g) + 0.5,
+                      f"{name}.num_batches_tracked": torch.tensor(7)})
+
+    conv(["convT"], in_features, 4 * s, 4, transposed=True)
+    for i, (c_in, c_out) in enumerate([(4 * s, 2 * s), (2 * s, s), (s, s)]):
+        norm(f"model.{i}.model.0", c_in)
+        conv([f"model.{i}.conv1", f"model.{i}.model.3"], c_in, c_out, 3)
+        norm(f"model.{i}.model.4", c_out)
+        conv([f"model.{i}.conv2", f"model.{i}.model.6"], c_out, c_out, 3)
+        conv([f"model.{i}.conv_bypass"] + ([f"model.{i}.bypass.1"] if c_in != c_out else []), c_in, c_out, 1)
+    norm("model.3", s)
+    conv(["final", "model.5"], s, channels, 3)
+    return state
+
+
+def test_residual_reconstructor_loads_the_authors_state_dict():
+    """Every tensor lands where the authors' forward pass uses it; their unused S -> S 1x1 bypass is left out."""
+    from compendium.models import ResidualReconstructor
+    state = _authors_reconstructor_state(in_features=7, s=2, channels=1)
+    model = ResidualReconstructor(7, width=2, out_channels=1, size=32)
+    model.load_authors_state_dict(state)
+    ours = model.state_dict()
+    assert torch.equal(ours["stem.weight"], state["convT.weight"])
+    assert torch.equal(ours["blocks.0.main.3.weight"], state["model.0.conv1.weight"])
+    assert torch.equal(ours["blocks.1.main.4.running_var"], state["model.1.model.4.running_var"])
+    assert torch.equal(ours["blocks.1.bypass.1.weight"], state["model.1.conv_bypass.weight"])
+    assert len(model.blocks[2].bypass) == 1  # S -> S: upsampling only, as their forward pass
+    assert torch.equal(ours["out.0.running_mean"], state["model.3.running_mean"])
+    assert torch.equal(ours["out.2.weight"], state["final.weight"])
+    model.eval()
+    z = torch.randn(3, 7, generator=torch.Generator().manual_seed(1))
+    x = torch.nn.functional.conv_transpose2d(z[:, :, None, None], state["convT.weight"], state["convT.bias"])
+    torch.testing.assert_close(model.stem(z[:, :, None, None]), x)
+    del state["final.weight"]
+    with pytest.raises(KeyError, match="final.weight"):
+        model.load_authors_state_dict(state)

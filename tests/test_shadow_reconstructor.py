@@ -26,6 +26,18 @@ def test_balanced_sets_are_balanced_distinct_and_uniform():
         attack.balanced_sets(labels, per_class=1, count=1, num_classes=4, generator=None)
 
 
+def test_disjoint_sets_are_balanced_and_share_no_image():
+    """The authors' validation sets: the smallest class (7 images) over M = 2 gives 3 sets, no image twice."""
+    labels = torch.tensor([0] * 8 + [1] * 9 + [2] * 8 + [3] * 7)[torch.randperm(32, generator=torch.Generator())]
+    assert attack.disjoint_set_count(labels, per_class=2, num_classes=4) == 3
+    sets = attack.disjoint_balanced_sets(labels, per_class=2, count=3, num_classes=4,
+                                         generator=torch.Generator().manual_seed(0))
+    assert sets.shape == (3, 4, 2) and len(set(sets.flatten().tolist())) == 24
+    assert torch.equal(labels[sets], torch.arange(4)[None, :, None].expand(3, 4, 2))
+    with pytest.raises(ValueError, match="at most 3 sets"):
+        attack.disjoint_balanced_sets(labels, per_class=2, count=4, num_classes=4, generator=torch.Generator())
+
+
 def test_one_vs_rest_sets_draw_one_identity_against_the_others():
     """The CelebA sets: M distinct images of one identity with more than M images (uniform over those identities),
     and 9M images of the other identities drawn uniformly with replacement."""

@@ -241,6 +241,21 @@ def test_linear_heads_with_mini_batches_equal_torch_sgd_on_the_same_permutations
         torch.testing.assert_close(heads.bias[k], layer.bias.detach(), rtol=1e-5, atol=1e-6)
 
 
+def test_linear_heads_without_shuffling_take_the_batches_in_order():
+    """shuffle=False: the examples in their given order every epoch (a DataLoader without shuffling), no draws."""
+    x, y = _head_problem(N=6)
+    B, steps = 3, 5
+    heads = train.fit_linear_heads(x, y, num_classes=3, steps=steps, lr=0.3, weight_decay=1e-2, init_std=0.5,
+                                   batch_size=B, shuffle=False, generator=torch.Generator().manual_seed(1),
+                                   device="cpu")
+    init = torch.randn(3, 3, 5, generator=torch.Generator().manual_seed(1)) * 0.5
+    batches = [[torch.arange(t % 2 * B, (t % 2 + 1) * B) for t in range(steps)] for _ in range(3)]
+    layers = _torch_heads(x, y, init, lambda p: torch.optim.SGD(p, lr=0.3, weight_decay=1e-2), steps, batches)
+    for k, layer in enumerate(layers):
+        torch.testing.assert_close(heads.weight[k], layer.weight.detach(), rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(heads.bias[k], layer.bias.detach(), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_dp_linear_head_step_equals_opacus(seed):
     """One DP-SGD step of a head equals opacus' (GradSampleModule + DPOptimizer, expected batch q N, mean loss) on the
@@ -303,6 +318,7 @@ def test_linear_heads_are_deterministic_and_learn():
     (dict(lr=2.0, weight_decay=0.5), "lr \\* weight_decay < 1"),
     (dict(batch_size=4), "batch_size=4"),
     (dict(batch_size=3, noise_multiplier=1.0, max_grad_norm=1.0), "batch_size=3"),
+    (dict(shuffle=False), "shuffle=False"),
 ])
 def test_linear_heads_refuse_bad_input(kwargs, message):
     x, y = _head_problem()

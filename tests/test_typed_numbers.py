@@ -8,6 +8,7 @@ more (``1,000``).  These are allowed to be typed:
 
 * a reference: a number right after Table, Figure, Fig., Section, Sec., Eq., Eqs., Appendix, App., Algorithm,
   Theorem, Lemma, Proposition, Corollary, Definition, Example, point, item, Step, exercise, Chapter or arXiv;
+* the operating point of a rate, ``FPR = 0.01``: part of the rate's name (Table 1's "TPR at FPR = 0.01");
 * a year (1900-2099);
 * small integers (below 100): counts, set sizes, exercise numbers.
 
@@ -64,11 +65,14 @@ def prose_files() -> dict[str, list[str]]:
     return files
 
 
+_OPERATING_POINT = re.compile(r"\bFPR\s*=\s*\d*\.\d+")
+
+
 def typed_numbers(text: str) -> list[str]:
     """The typed numbers of a markdown text by the module's rule, in order."""
     for pattern in _REMOVED:
         text = pattern.sub(" ", text)
-    text = _REFERENCES.sub(" ", text)
+    text = _OPERATING_POINT.sub(" ", _REFERENCES.sub(" ", text))
     found = []
     for match in _NUMBER.finditer(text):
         token = re.sub(r"\s+", "", match.group())
@@ -90,7 +94,7 @@ def count_all() -> dict[str, dict[str, int]]:
 
 def test_the_rule_on_examples():
     text = ("Table 3's recipe (Sec. 3.2, Eq. (6), Figures 8–9, 2024) gives 0.813 at $N=10$, 86 % of 1,000 heads and "
-            "a TPR of 2.5e-3; ε rises from 7 to 12. {glue:text}`tl-tpr:.3f` and `0.5` and [the page](x1.5.md) are "
+            "a TPR of 2.5e-3 at FPR = 0.01; ε rises from 7 to 12. {glue:text}`tl-tpr:.3f` and `0.5` and [the page](x1.5.md) are "
             "pasted or code.\n:label: tl-0.5\n```python\nx = 3.14\n```")
     assert typed_numbers(text) == ["0.813", "86%", "1,000", "2.5e-3"]
 

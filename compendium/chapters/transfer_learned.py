@@ -46,17 +46,21 @@ TITLE = "Vulnerability of transfer-learned networks to data reconstruction in th
 NUM_CLASSES = 10
 POOL_SIZES = {"pretrain": 500, "train": 800, "validation": 497}
 #: Table 3's recipe per dataset (the digits run MNIST's): heads' init std, lr, weight decay and the epochs
-#: ``offset + per_five * N // 5`` (MNIST 26 + 3N/5, CIFAR 38 + N).
+#: ``offset + per_five * N // 5`` (MNIST 26 + 3N/5, CIFAR 38 + N).  CIFAR-10's init std is the authors' code's
+#: 0.0002 (``INIT_STD`` in every version of ``shadow_conf_multiclass_CIFAR.yml`` and ``shadow_conf_binary_CIFAR.yml``),
+#: which produced their numbers; Table 3 prints :data:`PAPER_TABLE3_CIFAR_INIT_STD` (errata).
 _MNIST_ROW = dict(init_std=0.002, lr=0.01, weight_decay=1e-5, epochs_offset=26, epochs_per_five=3)
 DATASETS = {"digits": _MNIST_ROW, "mnist": _MNIST_ROW,
-            "cifar10": dict(init_std=0.002, lr=0.01, weight_decay=1e-4, epochs_offset=38, epochs_per_five=5)}
+            "cifar10": dict(init_std=0.0002, lr=0.01, weight_decay=1e-4, epochs_offset=38, epochs_per_five=5)}
+#: Table 3's CIFAR-10 init std as printed; ``settings(init_std=PAPER_TABLE3_CIFAR_INIT_STD)`` runs it.
+PAPER_TABLE3_CIFAR_INIT_STD = 0.002
 #: Table 6's binary heads (Section 3.2, point 4): FC(8) -> ReLU -> FC(1) with BCE, trained on a two-way split of the
 #: ten classes (label 1: ``positive_classes``): even / odd digits for MNIST (and the digits), vehicles {airplane,
 #: automobile, ship, truck} against animals for CIFAR-10.
 _EVEN_ODD = dict(init_std=0.002, lr=0.1, weight_decay=1e-4, epochs_offset=26, epochs_per_five=3, hidden=8,
                  positive_classes=(1, 3, 5, 7, 9))
 BINARY_TASKS = {"digits": _EVEN_ODD, "mnist": _EVEN_ODD,
-                "cifar10": dict(init_std=0.002, lr=0.05, weight_decay=1e-4, epochs_offset=38, epochs_per_five=5,
+                "cifar10": dict(init_std=0.0002, lr=0.05, weight_decay=1e-4, epochs_offset=38, epochs_per_five=5,
                                 hidden=8, positive_classes=(0, 1, 8, 9))}
 #: The CelebA experiment's heads (Table 3's CelebA row, Section 3.1): FC(4) -> ReLU -> FC(1), BCE with the positive
 #: class weighted 10, 100 epochs, trained on one identity's M images against 9M images of others, and restarted while
@@ -90,7 +94,8 @@ PAPER_UNCONDITIONAL = {"CIFAR": (0.543, 0.281)}
 #: Section 3.2, point 4: TPR and FPR at tau_NN of the binary heads (even / odd MNIST, animal / vehicle CIFAR), N = 10.
 PAPER_BINARY = {"MNIST": (0.461, 0.018), "CIFAR": (0.282, 0.095)}
 #: Section 3.2, points 5 and 7: the attacked heads' (and so the shadow heads') training changed, N = 10: one epoch
-#: or 512 instead of Table 3's, Adam instead of SGD (same lr and weight decay), mini-batches of N / 2.
+#: or 512 instead of Table 3's, Adam instead of SGD (same lr and weight decay), mini-batches of N / 2 (taken in the
+#: set's class order every epoch, as the authors' unshuffled DataLoader: classes 0-4, then 5-9).
 TRAINING_VARIANTS = {
     "1 epoch": dict(epochs_offset=1, epochs_per_five=0),
     "512 epochs": dict(epochs_offset=512, epochs_per_five=0),
@@ -101,42 +106,88 @@ TRAINING_VARIANTS = {
 #: for the other variants the paper reports only "no significant change".
 OOD = "out-of-distribution shadow data"
 PAPER_VARIANTS = {"Adam": {"MNIST": (0.443, 0.022), "CIFAR": (0.362, 0.111)}, OOD: {"CIFAR": (0.171, 0.044)}}
-#: The authors' README, MNIST: CPU hours for the 2.56e6 training heads of each N (Apple M4 Pro, one head at a time)
-#: and GPU hours per 10^6 reconstructor steps (one V100).
-PAPER_README_HOURS = {"heads": {10: 3.2, 40: 6.1}, "reconstructor": {10: 9.5, 40: 10.4}}
+#: The authors' README, per (experiment, N): CPU hours for the 2.56e6 training heads (Apple M4 Pro, one head at a
+#: time: seconds per seed times the seeds) and GPU hours per 10^6 reconstructor steps (one V100).
+PAPER_README_HOURS = {"heads": {("MNIST", 10): 3.2, ("MNIST", 40): 6.1},
+                      "reconstructor": {("MNIST", 10): 9.5, ("MNIST", 40): 10.4, ("CIFAR", 10): 58.5,
+                                        ("CelebA", 10): 87.8}}
+#: The authors' README (``models_per_seed`` of the MNIST test split): validation heads per N, sets without a shared
+#: image, the test set's smallest class (892 images of 5s) over M.
+PAPER_README_VALIDATION_SETS = {10: 892, 40: 223}
+#: Section 3.1: the longest reconstructor training, hours on one RTX 3090.
+PAPER_RECONSTRUCTOR_HOURS = 72
+#: The steps of the authors' released MNIST N = 40 reconstructor, ``cond_rec_MNIST_N40_trained_1000EP.pth``: 1000
+#: epochs of their ``cond_reconstructor.py``, each over the 71 seeds of 1,280 heads that its ``DATA_MEM_LIMIT`` of
+#: 32 GB holds, in batches of 32.
+AUTHORS_RELEASED_N40_STEPS = 1000 * 71 * 1280 // 32
+#: The authors' README: epsilon for each DP_NOISE (noise multiplier) at delta = N^-1.1 with the configs' BATCH_SIZE Max
+#: and TRAINING_EPOCHS Auto, per (dataset of DATASETS, N); the paper's Figure 4 axes.
+PAPER_README_EPSILONS = {("mnist", 10): {1.82: 5, 1.23: 10, 0.85: 20, 0.60: 40, 0.435: 80},
+                         ("mnist", 40): {5.21: 2, 2.75: 5, 1.75: 10, 1.15: 20, 0.79: 40},
+                         ("cifar10", 10): {1.48: 10, 1.02: 20, 0.714: 40, 0.514: 80, 0.374: 160},
+                         ("cifar10", 40): {2.15: 10, 1.41: 20, 0.953: 40, 0.666: 80, 0.477: 160}}
 PAPER_DEFENDED_EPSILON = {("MNIST", 10): 7.2, ("MNIST", 40): 6.0, ("CIFAR", 10): 15.5, ("CIFAR", 40): 41.8}
 GAMMA = 0.015
+
+def paper_numbers() -> dict[str, float]:
+    """The paper's values that the chapter's prose quotes, keyed for ``glue`` (one definition: the ``PAPER_*``
+    constants above): ``tl_paper_<experiment>_<N>_{tpr,fpr,tpr01}`` (Table 1; experiment ``mnist``, ``cifar`` or
+    ``celeba``), ``tl_paper_<kind>_<experiment>_{tpr,fpr}`` at ``N = 10`` for ``uncond``, ``binary``, ``adam`` and
+    ``ood`` (Section 3.2), ``tl_paper_acc_<experiment>_<N>`` (Tables 4 and 5), ``tl_paper_t5_<N>_<rate>_{mean,sd}``
+    (Table 5), ``tl_paper_tau_<experiment>`` and ``tl_paper_eps_<experiment>_<N>`` (Section 4's defended epsilon)."""
+    numbers = {}
+    for experiment, rows in PAPER_TABLE1.items():
+        for n, (tpr, fpr, tpr01) in rows.items():
+            key = f"tl_paper_{experiment.lower()}_{n}"
+            numbers |= {f"{key}_tpr": tpr, f"{key}_fpr": fpr, f"{key}_tpr01": tpr01}
+    for kind, table in (("uncond", PAPER_UNCONDITIONAL), ("binary", PAPER_BINARY),
+                        ("adam", PAPER_VARIANTS["Adam"]), ("ood", PAPER_VARIANTS[OOD])):
+        for experiment, (tpr, fpr) in table.items():
+            key = f"tl_paper_{kind}_{experiment.lower()}"
+            numbers |= {f"{key}_tpr": tpr, f"{key}_fpr": fpr}
+    for experiment, rows in PAPER_HEAD_ACCURACY.items():
+        numbers |= {f"tl_paper_acc_{experiment.lower()}_{n}": value for n, value in rows.items()}
+    for n, rates in PAPER_TABLE5.items():
+        for rate, (mean, sd) in rates.items():
+            numbers |= {f"tl_paper_t5_{n}_{rate.lower()}_mean": mean, f"tl_paper_t5_{n}_{rate.lower()}_sd": sd}
+    numbers |= {f"tl_paper_tau_{experiment.lower()}": tau for experiment, tau in PAPER_TAU_NN.items()}
+    numbers |= {f"tl_paper_eps_{experiment.lower()}_{n}": eps
+                for (experiment, n), eps in PAPER_DEFENDED_EPSILON.items()}
+    return {key: float(value) for key, value in numbers.items()}
+
 
 SCALES = {
     "ci": dict(dataset="digits", data_dir="data", shadow_dir=None, reconstructor="mlp", extractor_checkpoint=None,
                set_sizes=(10, 40), shadow_train=4000, shadow_val=200, reconstructor_steps=3000,
-               unconditional_steps=500, hidden=512, extractor_epochs=60, extractor_hidden=64, init_std=0.002,
+               unconditional_steps=500, hidden=512, extractor_epochs=60, extractor_hidden=64, init_std=None,
                shadow_counts=(), init_stds=(), binary_variants=(), training_variants=(), ood=False,
                variant_shadow_train=2000, variant_reconstructor_steps=1000, identity_set_sizes=(10,),
                identity_shadow_train=1000, identity_steps=300, identity_max_attempts=5, identity_dataset=None,
                identity_checkpoint=None, identity_hidden=512, dp_set_size=10,
-               dp_noise_multipliers=(8.0,), dp_max_grad_norm=10.0, dp_shadow_train=2000, dp_reconstructor_steps=1000),
+               dp_noise_multipliers=(8.0,), dp_max_grad_norm=10.0, dp_shadow_train=2000, dp_reconstructor_steps=1000,
+               readme_entries=2, disjoint_validation=False),
     "book": dict(dataset="digits", data_dir="data", shadow_dir=None, reconstructor="mlp", extractor_checkpoint=None,
                  set_sizes=(10, 40), shadow_train=20_000, shadow_val=1000, reconstructor_steps=10_000,
-                 unconditional_steps=4000, hidden=512, extractor_epochs=60, extractor_hidden=64, init_std=0.002,
+                 unconditional_steps=4000, hidden=512, extractor_epochs=60, extractor_hidden=64, init_std=None,
                  shadow_counts=(1000, 5000), init_stds=(0.2,), binary_variants=(False, True),
                  training_variants=tuple(TRAINING_VARIANTS), ood=True, variant_shadow_train=5000,
                  variant_reconstructor_steps=3000, identity_set_sizes=(10, 40), identity_shadow_train=10_000,
                  identity_steps=3000, identity_max_attempts=5, identity_dataset=None, identity_checkpoint=None,
                  identity_hidden=512, dp_set_size=10,
                  dp_noise_multipliers=(0.25, 0.5, 1.0, 2.0), dp_max_grad_norm=10.0, dp_shadow_train=5000,
-                 dp_reconstructor_steps=4000),
+                 dp_reconstructor_steps=4000, readme_entries=5, disjoint_validation=False),
     "paper": dict(dataset="mnist", data_dir="data", shadow_dir="data/transfer-learned-shadow-heads",
                   reconstructor="residual", extractor_checkpoint=None, set_sizes=(10, 40), shadow_train=2_560_000,
                   shadow_val=10_000, reconstructor_steps=1_000_000, unconditional_steps=1_000_000, hidden=256,
-                  extractor_epochs=50, extractor_hidden=256, init_std=0.002,
+                  extractor_epochs=50, extractor_hidden=256, init_std=None,
                   shadow_counts=(10_000, 100_000, 1_000_000), init_stds=(0.0002, 0.02, 0.2),
                   binary_variants=(False, True), training_variants=tuple(TRAINING_VARIANTS), ood=True,
                   variant_shadow_train=2_560_000, variant_reconstructor_steps=1_000_000, identity_set_sizes=(10, 40),
                   identity_shadow_train=2_560_000, identity_steps=1_000_000, identity_max_attempts=100,
                   identity_dataset="celeba", identity_checkpoint=None, identity_hidden=512, dp_set_size=10,
                   dp_noise_multipliers=(0.435, 0.6, 0.85, 1.23, 1.82), dp_max_grad_norm=4.0,
-                  dp_shadow_train=2_560_000, dp_reconstructor_steps=1_000_000),
+                  dp_shadow_train=2_560_000, dp_reconstructor_steps=1_000_000, readme_entries=5,
+                  disjoint_validation=True),
 }
 
 
@@ -158,7 +209,8 @@ class Settings(_Settings):
     ``extractor_epochs`` the feature extractor's training epochs (the digits MLP's, VGGtiny's for MNIST; not used for
     CIFAR's pre-trained EfficientNet) and ``extractor_hidden`` its feature dimension (the digits MLP's only: VGGtiny
     and EfficientNet-B0 fix theirs at 256 and 1280);
-    ``init_std`` the class heads' initialisation (Table 3: 0.002; the CelebA task keeps its row's 0.0002);
+    ``init_std`` the class heads' initialisation (``None``: the dataset's row of :data:`DATASETS`, MNIST's 0.002,
+    CIFAR-10's 0.0002 as the authors' code; the CelebA task keeps its row's 0.0002);
     ``shadow_counts`` and ``init_stds`` the extra values of the two factors of Section 3.2 (Fig. 3a, 3b) run at
     ``N = 10`` (none at ``ci``); ``binary_variants`` the attacks on Table 6's binary heads at ``N = 10`` (Section
     3.2, point 4), each ``False`` (the raw weights) or ``True`` (hidden units ordered; none at ``ci``);
@@ -174,7 +226,10 @@ class Settings(_Settings):
     ``WideResNet50_CelebA_Attributes_20EP.pth``; ``None``: ImageNet's) and its reconstructor's width (Table 2's
     S = 512 for CelebA); ``dp_*`` the DP-SGD sweep of Section 4 (Fig. 4): set size, noise multipliers, clipping
     norm (Section 4: 4.0 for MNIST, 1.2 for CIFAR), number of training shadow heads and reconstructor steps per
-    noise level.
+    noise level; ``readme_entries`` how many of each table of the authors' README noise -> epsilon table
+    (:data:`PAPER_README_EPSILONS`, five each) the accounting check recomputes (:func:`readme_accounting`); with
+    ``disjoint_validation`` the validation heads' sets share no image, as the authors' (892 at ``N = 10``, 223 at
+    ``N = 40`` from MNIST's test set; the ``paper`` scale's), else each set is drawn independently (``ci``, ``book``).
     """
 
     dataset: str
@@ -190,7 +245,7 @@ class Settings(_Settings):
     hidden: int
     extractor_epochs: int
     extractor_hidden: int
-    init_std: float
+    init_std: float | None
     shadow_counts: tuple[int, ...]
     init_stds: tuple[float, ...]
     binary_variants: tuple[bool, ...]
@@ -210,6 +265,8 @@ class Settings(_Settings):
     dp_max_grad_norm: float
     dp_shadow_train: int
     dp_reconstructor_steps: int
+    readme_entries: int
+    disjoint_validation: bool
 
     def validate(self) -> None:
         validation.choice("dataset", self.dataset, tuple(DATASETS))
@@ -244,7 +301,8 @@ class Settings(_Settings):
         validation.integer("hidden", self.hidden)
         validation.integer("extractor_epochs", self.extractor_epochs)
         validation.integer("extractor_hidden", self.extractor_hidden)
-        validation.positive("init_std", self.init_std)
+        if self.init_std is not None:
+            validation.positive("init_std", self.init_std)
         for k in self.shadow_counts:
             validation.integer("shadow_counts", k, minimum=2)
         for std in self.init_stds:
@@ -268,6 +326,14 @@ class Settings(_Settings):
         validation.grid("dp_noise_multipliers", self.dp_noise_multipliers, what="noise multipliers")
         validation.positive("dp_max_grad_norm", self.dp_max_grad_norm)
         validation.integer("dp_shadow_train", self.dp_shadow_train, minimum=2)
+        validation.choice("readme_entries", self.readme_entries, (1, 2, 3, 4, 5))
+        if not isinstance(self.disjoint_validation, bool):
+            raise ValueError(f"disjoint_validation={self.disjoint_validation!r}; allowed: True or False")
+
+    @property
+    def head_init_std(self) -> float:
+        """The class heads' initialisation: :attr:`init_std`, else the dataset's row of Table 3 (:data:`DATASETS`)."""
+        return self.init_std if self.init_std is not None else DATASETS[self.dataset]["init_std"]
 
     @property
     def identity_source(self) -> str:
@@ -421,6 +487,17 @@ def epsilons(recipe: HeadRecipe, noise_multiplier: float) -> dict[str, float]:
     return {"eps_prv": dp.epsilon(noise_multiplier, recipe.dp_steps, recipe.delta, DP_SAMPLE_RATE, "prv"),
             "eps_rdp": dp.epsilon(noise_multiplier, recipe.dp_steps, recipe.delta, DP_SAMPLE_RATE, "rdp"),
             "eps_prv_stated_q": dp.epsilon(noise_multiplier, recipe.epochs, recipe.delta, (n - 1) / n, "prv")}
+
+
+def readme_accounting(entries: int = 5) -> pd.DataFrame:
+    """The first ``entries`` of each table of the authors' README (:data:`PAPER_README_EPSILONS`, the largest noise
+    first) beside :func:`epsilons` of the same noise multiplier under its dataset's recipe (Table 3's epochs): one
+    row per entry."""
+    validation.choice("entries", entries, (1, 2, 3, 4, 5))
+    return pd.DataFrame([{"data": PAPER_ROW[dataset], "N": n, "noise multiplier": sigma, "repository ε": eps,
+                          **epsilons(HeadRecipe.of(dataset, n), sigma)}
+                         for (dataset, n), table in PAPER_README_EPSILONS.items()
+                         for sigma, eps in list(table.items())[:entries]])
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -624,12 +701,12 @@ def shadow_heads(features: torch.Tensor, labels: torch.Tensor, recipe: HeadRecip
                  generator: torch.Generator, device: str = "auto", noise_multiplier: float | None = None,
                  max_grad_norm: float | None = None, shard_size: int | None = None,
                  store: str | Path | None = None, fingerprint: dict | None = None, canonical: bool = False,
-                 progress: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+                 disjoint: bool = False, progress: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """Algorithm 1 for ``count`` heads, ``shard_size`` at a time (each shard one batched computation): sets of
     ``N = recipe.set_size`` pool indices (count, 10, M) drawn by :meth:`HeadRecipe.sets` (balanced, or one identity
-    against the rest) and the trained heads' flattened weights (count, D), by the
-    recipe (full-batch GD, Adam or mini-batches as the recipe says, or DP-SGD at Poisson rate 1/2 for ``2 n_E``
-    steps when ``noise_multiplier`` is given, which a changed recipe refuses).
+    against the rest) and the trained heads' flattened weights (count, D), by the recipe (full-batch GD, Adam or
+    mini-batches in the set's order as the recipe says, or DP-SGD at Poisson rate 1/2 for ``2 n_E`` steps when
+    ``noise_multiplier`` is given, which a changed recipe refuses).
     Each shard draws its sets, then its heads' initial weights, from ``generator``; ``shard_size`` defaults to
     :data:`SHARD_SIZE` heads or :data:`SHARD_BYTES` of features, whichever is fewer.  Only the sets and the weights
     are kept; a shard's features are gathered just for its training.
@@ -638,7 +715,9 @@ def shadow_heads(features: torch.Tensor, labels: torch.Tensor, recipe: HeadRecip
     names the run, and an interrupted run resumes) and the returned tensors are memory-mapped from the files, so
     that the paper's 2.56 million heads are never held in memory.  ``canonical`` orders a binary head's hidden
     units by their output weight (:meth:`compendium.train.BinaryHeads.canonical`), the adversary's choice of one of
-    the equivalent orderings, before the weights are flattened."""
+    the equivalent orderings, before the weights are flattened.  With ``disjoint`` the sets share no image (the
+    authors' validation heads, :func:`~compendium.attacks.shadow_reconstructor.disjoint_balanced_sets`), all drawn
+    before the first shard."""
     if canonical and not recipe.hidden:
         raise ValueError("canonical=True; allowed only with a binary head recipe (hidden units to order)")
     if recipe.hidden and noise_multiplier is not None:
@@ -656,11 +735,15 @@ def shadow_heads(features: torch.Tensor, labels: torch.Tensor, recipe: HeadRecip
                        restart_loss=recipe.restart_loss, max_attempts=recipe.max_attempts)
     elif noise_multiplier is None:
         options.update(num_classes=NUM_CLASSES, steps=recipe.steps, optimizer=recipe.optimizer,
-                       batch_size=recipe.batch_size)
+                       batch_size=recipe.batch_size, shuffle=recipe.batch_size is None)  # the authors' order
     else:
         options.update(num_classes=NUM_CLASSES, steps=recipe.dp_steps, noise_multiplier=noise_multiplier,
                        max_grad_norm=max_grad_norm, sample_rate=DP_SAMPLE_RATE)
     per_class = recipe.set_size // NUM_CLASSES
+    if disjoint and (recipe.one_vs_rest or store is not None):
+        raise ValueError("disjoint=True for the CelebA task or a stored run; allowed: balanced validation sets")
+    partition = attack.disjoint_balanced_sets(labels, per_class=per_class, count=count, num_classes=NUM_CLASSES,
+                                              generator=generator) if disjoint else None
     writer = None if store is None else ShadowWriter(
         store, count=count, dim=recipe.dim(features.shape[1]), set_shape=(NUM_CLASSES, per_class),
         fingerprint={"recipe": dataclasses.asdict(recipe), "canonical": canonical,
@@ -671,7 +754,8 @@ def shadow_heads(features: torch.Tensor, labels: torch.Tensor, recipe: HeadRecip
     sets, weights = [], []
     for start in tqdm(range(done, count, shard_size), desc="shadow-head shards", unit="shard",
                       disable=not progress):
-        shard = recipe.sets(labels, count=min(shard_size, count - start), generator=generator)
+        shard = (recipe.sets(labels, count=min(shard_size, count - start), generator=generator) if partition is None
+                 else partition[start:start + shard_size])
         flat = shard.flatten(1)
         if recipe.hidden:
             heads = train.fit_binary_heads(features[flat], recipe.set_targets(shard, labels), **options)
@@ -789,13 +873,28 @@ def phi_fits(result: AttackResult) -> dict[str, float]:
             "sigma1": float(phi1.std())}
 
 
+def attack_recipe(cfg: Settings, set_size: int, *, init_std: float | None = None, binary: bool = False,
+                  variant: str | None = None, identity: bool = False) -> HeadRecipe:
+    """The victims' recipe of one attack: the row of ``cfg``'s dataset (of :func:`run_attack`'s task), with
+    ``init_std`` if given, else, for the class heads, ``cfg.init_std`` if set (the binary and CelebA tasks keep
+    their rows' values); the CelebA task restarts at most ``cfg.identity_max_attempts`` times."""
+    if init_std is not None:
+        validation.positive("init_std", init_std)
+    elif not identity and not binary:
+        init_std = cfg.init_std
+    dataset = cfg.identity_source if identity else cfg.dataset
+    recipe = HeadRecipe.of(dataset, set_size, init_std, binary=binary, variant=variant, identity=identity)
+    return dataclasses.replace(recipe, max_attempts=cfg.identity_max_attempts) if identity else recipe
+
+
 def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: int, shadow_train: int | None = None,
                init_std: float | None = None, noise_multiplier: float | None = None, steps: int | None = None,
                conditional: bool | None = None, binary: bool = False, canonical: bool = False,
                variant: str | None = None, ood: bool = False, identity: bool = False, curves: bool = False,
                progress: bool = True) -> AttackResult:
     """The whole attack for one ``N``: Algorithm 1 on the training pool (``shadow_train`` heads) and on the validation
-    pool (``cfg.shadow_val`` heads), the weight statistics, the conditional reconstructor trained with Eq. (3) for
+    pool (``cfg.shadow_val`` heads; with ``cfg.disjoint_validation`` as many sets without a shared image as the pool
+    holds, at most that many), the weight statistics, the conditional reconstructor trained with Eq. (3) for
     ``steps`` Adam steps (default ``cfg.reconstructor_steps``, rounded up to whole passes over the heads), and
     Algorithm 3's tables ``H0``, ``H1`` with ``H1*``.  Every draw comes from generators seeded by ``cfg.seed`` and
     ``set_size``, so the same arguments give the same numbers.  With ``noise_multiplier`` every head (the adversary's
@@ -835,13 +934,7 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
         raise ValueError(f"variant={variant!r} with binary heads or DP-SGD; allowed: a changed recipe of Table 3's "
                          "linear heads, trained without DP")
     dataset = cfg.identity_source if identity else cfg.dataset
-    if init_std is not None:
-        validation.positive("init_std", init_std)
-    elif not identity:  # cfg.init_std is Table 3's for the class heads; the CelebA task keeps its row's 0.0002
-        init_std = cfg.init_std
-    recipe = HeadRecipe.of(dataset, set_size, init_std, binary=binary, variant=variant, identity=identity)
-    if identity:
-        recipe = dataclasses.replace(recipe, max_attempts=cfg.identity_max_attempts)
+    recipe = attack_recipe(cfg, set_size, init_std=init_std, binary=binary, variant=variant, identity=identity)
     if canonical and not binary:
         raise ValueError("canonical=True without binary=True; allowed: ordering the hidden units of binary heads")
     dp_options = {} if noise_multiplier is None else dict(noise_multiplier=validation.number(
@@ -871,8 +964,11 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
     train_sets, train_weights = shadow_heads(feats_train, train_y, recipe, count=shadow_train, generator=generator,
                                            device=cfg.device, store=store, progress=progress,
                                            fingerprint=fingerprint, canonical=canonical, **dp_options)
-    val_sets, val_weights = shadow_heads(feats_val, val_y, recipe, count=cfg.shadow_val, generator=generator,
-                                       device=cfg.device, canonical=canonical, **dp_options)
+    disjoint = cfg.disjoint_validation and not identity  # the authors' validation sets share no image
+    val_count = min(cfg.shadow_val, attack.disjoint_set_count(val_y, per_class=set_size // NUM_CLASSES,
+                                                              num_classes=NUM_CLASSES)) if disjoint else cfg.shadow_val
+    val_sets, val_weights = shadow_heads(feats_val, val_y, recipe, count=val_count, generator=generator,
+                                       device=cfg.device, canonical=canonical, disjoint=disjoint, **dp_options)
     seconds["shadow heads"] = time.perf_counter() - start
     scores = identity_head_scores(val_weights, feats_val, val_y, val_sets, recipe) if identity else {}
     accuracy = scores["accuracy"] if identity else head_accuracy(val_weights, feats_val, val_y, recipe)
@@ -882,7 +978,7 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
     val_images = compared_images(val_x, val_sets, conditional=conditional, identity=identity)
     on_epoch = None
     if curves:
-        curve_surrogate = statistics.surrogate(cfg.shadow_val, torch.Generator().manual_seed(cfg.seed + 1))
+        curve_surrogate = statistics.surrogate(val_count, torch.Generator().manual_seed(cfg.seed + 1))
 
         def on_epoch(net):
             h0 = attack.min_mse_table(net, val_w, val_images, conditional=conditional)
@@ -905,7 +1001,7 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
     history["steps"] = [math.ceil(shadow_train / 32) * (epoch + 1) for epoch in range(len(history["loss"]))]
     seconds["reconstructor"] = time.perf_counter() - start
 
-    surrogate = statistics.surrogate(cfg.shadow_val, generator)
+    surrogate = statistics.surrogate(val_count, generator)
     h0 = attack.min_mse_table(model, val_w, val_images, conditional=conditional)
     h1 = attack.min_mse_table(model, surrogate, val_images, conditional=conditional)
     h_prior = attack.prior_table(pool.train[0], val_images, generator)  # prior draws disjoint from the sets
@@ -937,6 +1033,21 @@ def table1(results: list[AttackResult], dataset: str = "digits") -> pd.DataFrame
             rows.append({"N": r.set_size, "rate": name, "ours": s[key], "± SE": s[f"{key} SE"], column: value})
         rows.append({"N": r.set_size, "rate": "head test accuracy", "ours": s["head accuracy"], "± SE": np.nan,
                      column: PAPER_HEAD_ACCURACY[experiment].get(r.set_size, np.nan)})
+    return pd.DataFrame(rows)
+
+
+def per_class_rates(results: list[AttackResult], fpr: float = 0.01) -> pd.DataFrame:
+    """The TPR at FPR = ``fpr`` two ways, one row per ``N``: pooled over every class column of ``H0`` and ``H1`` (the
+    chapter's Table 1), and per class column, as the authors' ``compute_roc.py`` reads its ROC off one column
+    (``--class_ind``, by default the last class): that column's value, and the mean, smallest and largest over the
+    classes.  (Their TPR and FPR at ``tau_NN`` are pooled, as ours.)"""
+    rows = []
+    for r in results:
+        per_class = np.array([attack.tpr_at_fpr(r.h0[:, c], r.h1[:, c], fpr) for c in range(r.h0.shape[1])])
+        pooled, last = attack.tpr_at_fpr(r.h0, r.h1, fpr), per_class[-1]
+        rows.append({"N": r.set_size, "pooled": pooled, "pooled SE": math.sqrt(pooled * (1 - pooled) / r.h0.numel()),
+                     "last class (the authors')": last, "last class SE": math.sqrt(last * (1 - last) / r.h0.shape[0]),
+                     "class mean": per_class.mean(), "class min": per_class.min(), "class max": per_class.max()})
     return pd.DataFrame(rows)
 
 
@@ -1015,7 +1126,8 @@ def identity_numbers(results: list[AttackResult], scoring: pd.DataFrame, table: 
         _, paper_fpr, paper_tpr01 = PAPER_TABLE1["CelebA"][n]
         numbers |= {f"tl_id_paper_tpr01_{n}": paper_tpr01, f"tl_id_paper_fprstar_{n}": paper_fpr,
                     f"tl_id_paper_classtpr_{n}": PAPER_TABLE5[n]["TPR"][0]}
-    numbers["tl_id_drop"] = 1 - numbers["tl_id_tpr01_40"] / numbers["tl_id_tpr01_10"]
+    base = numbers["tl_id_tpr01_10"]  # the relative fall is undefined (nan) where N = 10 succeeds never
+    numbers["tl_id_drop"] = 1 - numbers["tl_id_tpr01_40"] / base if base > 0 else math.nan
     numbers["tl_id_paper_factor"] = numbers["tl_id_paper_tpr01_10"] / numbers["tl_id_paper_tpr01_40"]
     return {key: float(value) for key, value in numbers.items()}
 
@@ -1200,14 +1312,14 @@ def factor_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: At
                  progress: bool = False) -> pd.DataFrame:
     """Section 3.2's factors at ``N = 10`` (Fig. 3a and 3b): the attack re-run with each number of training shadow
     heads in ``cfg.shadow_counts`` and with each initialisation standard deviation in ``cfg.init_stds``; one row per
-    run (the reference run, ``cfg.shadow_train`` heads at ``cfg.init_std``, is included in both)."""
+    run (the reference run, ``cfg.shadow_train`` heads at ``cfg.head_init_std``, is included in both)."""
     rows = []
     for count in sorted({*cfg.shadow_counts, cfg.shadow_train}):
         result = reference if count == cfg.shadow_train else run_attack(
             cfg, pool, extractor, set_size=10, shadow_train=count, progress=progress)
         rows.append({"factor": "shadow heads", "value": count, **_rates_row(result)})
-    for std in sorted({*cfg.init_stds, cfg.init_std}):
-        result = reference if std == cfg.init_std else run_attack(
+    for std in sorted({*cfg.init_stds, cfg.head_init_std}):
+        result = reference if std == cfg.head_init_std else run_attack(
             cfg, pool, extractor, set_size=10, init_std=std, progress=progress)
         rows.append({"factor": "init std", "value": std, **_rates_row(result)})
     return pd.DataFrame(rows)

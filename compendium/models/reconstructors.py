@@ -94,3 +94,32 @@ class ResidualReconstructor(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.out(self.blocks(self.stem(x[:, :, None, None])))
+
+    def authors_names(self) -> dict[str, str]:
+        """Our state-dict prefix -> the authors' (``models.Reconstructor`` of their repository): ``convT`` the stem,
+        ``model.<i>`` block ``i`` (``conv1``, ``model.0`` / ``model.4`` its BatchNorms, ``conv2``, ``conv_bypass``
+        the 1x1 bypass), ``model.<blocks>`` the last BatchNorm, ``final`` the last convolution."""
+        names = {"stem.": "convT.", "out.0.": f"model.{len(self.blocks)}.", "out.2.": "final."}
+        for i, block in enumerate(self.blocks):
+            names |= {f"blocks.{i}.main.0.": f"model.{i}.model.0.", f"blocks.{i}.main.3.": f"model.{i}.conv1.",
+                      f"blocks.{i}.main.4.": f"model.{i}.model.4.", f"blocks.{i}.main.6.": f"model.{i}.conv2."}
+            if len(block.bypass) > 1:
+                names[f"blocks.{i}.bypass.1."] = f"model.{i}.conv_bypass."
+        return names
+
+    def load_authors_state_dict(self, state_dict: dict) -> None:
+        """Load a state dict of the authors' ``Reconstructor`` (e.g. their released
+        ``cond_rec_MNIST_N40_trained_1000EP.pth`` read by ``torch.load``), renamed by :meth:`authors_names`.  Their
+        state dict lists each block's convolutions twice (as ``conv1`` and as ``model.3``: one module under two
+        names) and carries a 1x1 ``conv_bypass`` in the S -> S blocks that their forward pass never uses; both are
+        left out.  Strict otherwise: a missing tensor or one of another shape raises."""
+        renamed = {}
+        for ours, theirs in self.authors_names().items():
+            for key in self.state_dict():
+                if key.startswith(ours):
+                    source = theirs + key[len(ours):]
+                    if source not in state_dict:
+                        raise KeyError(f"{source!r} (for our {key!r}) is not in the state dict; expected the authors' "
+                                       "models.Reconstructor of the same width, resolution and input size")
+                    renamed[key] = state_dict[source]
+        self.load_state_dict(renamed)
