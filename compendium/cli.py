@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 from pathlib import Path
 
@@ -76,7 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     build = commands.add_parser("build", help="execute every chapter (cached) and render the book into _build/html")
     _add_run_options(build)
     build.add_argument("--force", action="store_true", help="re-execute every chapter even when its result is cached")
-    build.add_argument("--jobs", type=_jobs, default=os.cpu_count() or 1,
+    build.add_argument("--jobs", type=_jobs, default=book.usable_cores(),
                        help="chapters executed at once, each in its own process with an equal share of the cores "
                             "(default: one per core)")
     build.set_defaults(action=_build)

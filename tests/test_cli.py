@@ -48,6 +48,13 @@ def test_execute_chapter_validates_before_work(tmp_path: Path) -> None:
     assert not any(tmp_path.iterdir())
 
 
+def test_parallel_runs_share_the_cores() -> None:
+    """jobs chapters at once get an equal share of the cores' threads each, at least one."""
+    cores = book.usable_cores()
+    assert book.thread_environment(1)["OMP_NUM_THREADS"] == str(cores)
+    assert book.thread_environment(2 * cores)["MKL_NUM_THREADS"] == "1"
+
+
 def _tiny_notebook(path: Path, body: str) -> Path:
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("x = 0", metadata={"tags": ["parameters"]}), nbformat.v4.new_code_cell(body)]

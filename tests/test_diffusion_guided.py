@@ -132,15 +132,26 @@ class SaturatingDenoiser(nn.Module):
         return torch.full_like(x, -1e4)
 
 
-def test_dsg_at_full_guidance_with_a_zero_gradient_steps_unguided():
-    """m_r = 1 and a zero loss gradient make d_m = 0; DSG then takes the sampler's own step (it was NaN)."""
+def test_dsg_at_full_guidance_with_a_zero_gradient_steps_to_the_mean(monkeypatch):
+    """m_r = 1 and a zero loss gradient make d_m = 0; DSG then steps to the DDIM mean u, as the DSG reference does
+    (it was NaN): the iterate is the noise-free DDIM chain from the same start."""
     model = _attacked()
     label = torch.tensor([1])
     g = dg.weight_gradient(model, torch.zeros(1, 1, 2, 2), label).detach()
-    runs = [dg.dsg_reconstruct(SaturatingDenoiser(), model, label, g, shape=(1, 1, 2, 2), guidance_rate=rate,
-                               steps=10, generator=torch.Generator().manual_seed(0)) for rate in (1.0, 0.0)]
-    assert torch.isfinite(runs[0].final).all()
-    assert torch.equal(runs[0].final, runs[1].final)
+    scheduler = dg.ddim_scheduler(10)
+    x = torch.randn(1, 1, 2, 2, generator=torch.Generator().manual_seed(0))
+    means = []
+    for t in scheduler.timesteps:
+        x = scheduler.step(SaturatingDenoiser()(x, t), t, x, eta=1.0, use_clipped_model_output=True,
+                           variance_noise=torch.zeros_like(x)).prev_sample
+        means.append(x)
+    seen, original = [], dg.predict_noise  # the iterates x_t the sampler visits
+    monkeypatch.setattr(dg, "predict_noise", lambda denoiser, x, t: (seen.append(x.detach().clone()),
+                                                                     original(denoiser, x, t))[1])
+    run = dg.dsg_reconstruct(SaturatingDenoiser(), model, label, g, shape=(1, 1, 2, 2), guidance_rate=1.0,
+                             steps=10, generator=torch.Generator().manual_seed(0))
+    assert torch.isfinite(run.final).all()
+    torch.testing.assert_close(torch.stack(seen[1:]), torch.stack(means[:-1]))
 
 
 def test_gradient_matching_baseline_lowers_the_matching_loss():

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from bs4 import BeautifulSoup
 
-from compendium import chapters
+from compendium import book, chapters
 from compendium.base import repository_root
 
 ROOT = repository_root()
@@ -121,6 +121,20 @@ def test_errata_tables_render_whole_rows(site: Path) -> None:
     for table in tables:
         widths = [len(row.find_all(["td", "th"])) for row in table.find_all("tr")]
         assert len(set(widths)) == 1 and len(widths) > 1, f"errata table {table.get('id')}: row widths {widths}"
+
+
+def test_reproduce_page_shows_this_builds_chapter_times(site: Path, executed_notebooks: dict) -> None:
+    """The build fills the reproduce page's table from the executed notebooks: one row per chapter, its scale and
+    the seconds it recorded."""
+    table = next(t for t in soup(site / "book" / "reproduce.html").find_all("table")
+                 if "execution time" in t.get_text())
+    rows = {row.find_all("td")[0].get_text(strip=True): [c.get_text(strip=True) for c in row.find_all("td")]
+            for row in table.find_all("tr") if row.find_all("td")}
+    assert set(rows) == {c.title for c in chapters.registry().values()}
+    for key, path in executed_notebooks.items():
+        recorded = book.recorded_seconds(path)
+        assert recorded is not None and recorded > 0
+        assert rows[chapters.chapter(key).title][1:3] == ["ci", book.duration_text(recorded)]
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -94,8 +94,8 @@ def count_all() -> dict[str, dict[str, int]]:
 
 def test_the_rule_on_examples():
     text = ("Table 3's recipe (Sec. 3.2, Eq. (6), Figures 8–9, 2024) gives 0.813 at $N=10$, 86 % of 1,000 heads and "
-            "a TPR of 2.5e-3 at FPR = 0.01; ε rises from 7 to 12. {glue:text}`tl-tpr:.3f` and `0.5` and [the page](x1.5.md) are "
-            "pasted or code.\n:label: tl-0.5\n```python\nx = 3.14\n```")
+            "a TPR of 2.5e-3 at FPR = 0.01; ε rises from 7 to 12. {glue:text}`tl-tpr:.3f` and `0.5` and "
+            "[the page](x1.5.md) are pasted or code.\n:label: tl-0.5\n```python\nx = 3.14\n```")
     assert typed_numbers(text) == ["0.813", "86%", "1,000", "2.5e-3"]
 
 

@@ -241,9 +241,9 @@ def dsg_reconstruct(denoiser: nn.Module, model: nn.Module, label: torch.Tensor, 
     """Algorithm 2 (DSG-based), over ``steps`` respaced DDIM steps with eta = 1: the DDIM mean ``u`` (noise-free
     ``DDIMScheduler.step``), and on every ``interval``-th step ``x_{t-1} = u + r d_m / ||d_m||`` with
     ``r = sqrt(n) sigma~_t``, ``d_star = -r G / ||G||`` (``G`` the loss gradient in ``x_t``), ``d_sample = sigma~_t
-    eps``, ``d_m = d_sample + m_r (d_star - d_sample)``; otherwise, and where ``d_m = 0`` (``m_r = 1`` and ``G = 0``,
-    Tweedie's estimate clipped everywhere), the plain step ``u + sigma~_t eps``.  ``m_r = 0`` samples the prior
-    alone."""
+    eps``, ``d_m = d_sample + m_r (d_star - d_sample)``; otherwise the plain step ``u + sigma~_t eps``.  Where
+    ``d_m = 0`` (``m_r = 1`` and ``G = 0``, Tweedie's estimate clipped everywhere) the step is the mean ``u``, as in
+    the DSG reference code (its mixed step is then ``0 / (0 + eps) r``).  ``m_r = 0`` samples the prior alone."""
     _check_common(target_gradient, shape, generator, target)
     rate = validation.number("guidance_rate", guidance_rate, at_least=0.0, at_most=1.0, what="m_r")
     validation.integer("interval", interval)
@@ -269,8 +269,9 @@ def dsg_reconstruct(denoiser: nn.Module, model: nn.Module, label: torch.Tensor, 
             d_star = -r * grad / grad.norm() if grad.norm() > 0 else torch.zeros_like(grad)
             d_sample = sigma_t * noise
             d_m = d_sample + rate * (d_star - d_sample)
-            # at m_r = 1 with a zero loss gradient d_m = 0: step to the unguided point, as the DSG reference does
-            guided = bool(d_m.norm() > 0)
+            if d_m.norm() == 0:  # m_r = 1 and a zero loss gradient: the DSG reference returns the mean u
+                x = u
+                continue
         x = u + r * d_m / d_m.norm() if guided else u + sigma_t * noise
     return record.result()
 

@@ -129,6 +129,7 @@ PAPER_README_EPSILONS = {("mnist", 10): {1.82: 5, 1.23: 10, 0.85: 20, 0.60: 40, 
 PAPER_DEFENDED_EPSILON = {("MNIST", 10): 7.2, ("MNIST", 40): 6.0, ("CIFAR", 10): 15.5, ("CIFAR", 40): 41.8}
 GAMMA = 0.015
 
+
 def paper_numbers() -> dict[str, float]:
     """The paper's values that the chapter's prose quotes, keyed for ``glue`` (one definition: the ``PAPER_*``
     constants above): ``tl_paper_<experiment>_<N>_{tpr,fpr,tpr01}`` (Table 1; experiment ``mnist``, ``cifar`` or
@@ -226,8 +227,8 @@ class Settings(_Settings):
     ``WideResNet50_CelebA_Attributes_20EP.pth``; ``None``: ImageNet's) and its reconstructor's width (Table 2's
     S = 512 for CelebA); ``dp_*`` the DP-SGD sweep of Section 4 (Fig. 4): set size, noise multipliers, clipping
     norm (Section 4: 4.0 for MNIST, 1.2 for CIFAR), number of training shadow heads and reconstructor steps per
-    noise level; ``readme_entries`` how many of each table of the authors' README noise -> epsilon table
-    (:data:`PAPER_README_EPSILONS`, five each) the accounting check recomputes (:func:`readme_accounting`); with
+    noise level; ``readme_entries`` how many entries of each of the four noise -> epsilon tables of the authors'
+    README (:data:`PAPER_README_EPSILONS`, five each) the accounting check recomputes (:func:`readme_accounting`); with
     ``disjoint_validation`` the validation heads' sets share no image, as the authors' (892 at ``N = 10``, 223 at
     ``N = 40`` from MNIST's test set; the ``paper`` scale's), else each set is drawn independently (``ci``, ``book``).
     """
@@ -747,6 +748,7 @@ def shadow_heads(features: torch.Tensor, labels: torch.Tensor, recipe: HeadRecip
     writer = None if store is None else ShadowWriter(
         store, count=count, dim=recipe.dim(features.shape[1]), set_shape=(NUM_CLASSES, per_class),
         fingerprint={"recipe": dataclasses.asdict(recipe), "canonical": canonical,
+                     "mini-batch order": None if recipe.batch_size is None else "the set's",
                      "noise_multiplier": noise_multiplier, "max_grad_norm": max_grad_norm, "shard_size": shard_size,
                      **(fingerprint or {})},
         generator=generator)
