@@ -123,6 +123,13 @@ def test_errata_tables_render_whole_rows(site: Path) -> None:
         assert len(set(widths)) == 1 and len(widths) > 1, f"errata table {table.get('id')}: row widths {widths}"
 
 
+def test_paper_chapters_are_numbered_as_the_intro_numbers_the_papers(site: Path) -> None:
+    """The reproduce page is not numbered, so Paper k is chapter k: its exercises are Exercise k.1, k.2, ..."""
+    for k, page in enumerate(["ziller2024", "mean_to_extreme", "hcr", "transfer_learned", "diffusion"], start=1):
+        text = (site / "notebooks" / f"{page}.html").read_text()
+        assert f"Exercise {k}.1" in text and not re.search(rf"Exercise (?!{k}\.)\d+\.\d", text), page
+
+
 def test_reproduce_page_shows_this_builds_chapter_times(site: Path, executed_notebooks: dict) -> None:
     """The build fills the reproduce page's table from the executed notebooks: one row per chapter, its scale and
     the seconds it recorded."""
