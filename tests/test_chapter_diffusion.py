@@ -166,6 +166,10 @@ def test_tables_bookkeeping(tiny):
     base = chapter.baselines(exp, progress=False)
     assert base["method"].tolist() == ["DLG", "DPS", "DSG", "DLG", "DPS", "DSG", "prior only"]
     assert base.set_index(["method", "σ²"]).loc[("DPS", 0.0), "paper PSNR"] == chapter.PAPER_TABLE5["DPS"]
+    steps = chapter.step_comparison(exp, progress=False).set_index(["method", "steps"])
+    assert sorted(steps.index) == sorted((m, n) for m in chapter.METHODS for n in {cfg.dps_steps, cfg.dsg_steps})
+    assert steps.loc[("DPS", cfg.dps_steps), "final PSNR"] == pytest.approx(mean)  # the grid's runs, reused
+    assert len(exp.run(method="DSG", target=0, steps=cfg.dps_steps).trajectory.loss) == cfg.dps_steps
 
 
 def test_paper_table1_has_one_inconsistent_row():

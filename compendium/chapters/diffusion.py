@@ -303,23 +303,27 @@ class Run:
         ssim = float(metrics.ssim(final, truth)) if min(truth.shape[-2:]) >= 7 else math.nan
         return {"method": self.method, "model": self.model, "target": self.target, "σ²": self.variance,
                 "gradient": "normalised" if self.normalised else "raw", "parameter": self.parameter,
-                "final PSNR": tr.final_psnr, "peak PSNR": tr.peak_psnr, "peak t": int(tr.timesteps[tr.peak_step]),
+                "steps": len(tr.loss), "final PSNR": tr.final_psnr, "peak PSNR": tr.peak_psnr,
+                "peak t": int(tr.timesteps[tr.peak_step]),
                 "final SSIM": ssim, "‖g₀‖": self.gradient_norm, "seconds": self.seconds}
 
 
 def attack(cfg: Settings, prior_: Prior, model: nn.Module, data: Data, *, method: str, target: int,
            variance: float = 0.0, normalised: bool = False, parameter: float | None = None,
-           model_name: str = "CNN") -> Run:
+           model_name: str = "CNN", steps: int | None = None) -> Run:
     """Release the weight gradient of target ``target`` (noise drawn from seed ``100 + target``, offset by
     ``1000 cfg.seed``) and reconstruct it with ``method``: ``"DPS"`` (Algorithm 1, ``parameter`` = zeta, default
     ``cfg.dps_zeta``), ``"DSG"`` (Algorithm 2, ``parameter`` = m_r, default ``cfg.dsg_rate``), ``"prior"`` (DPS with
     zeta = 0: an unconditional sample) or ``"DLG"`` (the prior-free gradient matching, ``cfg.dlg_iterations`` Adam
-    steps).  The sampler's seed is ``target + 1000 cfg.seed``."""
+    steps).  ``steps`` replaces the sampler's step count (``cfg.dps_steps`` for DPS and the prior, ``cfg.dsg_steps``
+    for DSG).  The sampler's seed is ``target + 1000 cfg.seed``."""
     validation.choice("method", method, (*METHODS, "prior", "DLG"))
     validation.integer("target", target, minimum=0)
     if target >= len(data.images):
         raise ValueError(f"target={target!r}; allowed: below {len(data.images)}")
     variance = validation.number("variance", variance, at_least=0.0, what="noise variance sigma^2")
+    steps = validation.integer("steps", cfg.dsg_steps if method == "DSG" else cfg.dps_steps) if steps is None else (
+        validation.integer("steps", steps))
     device = resolve_device(cfg.device)
     image, label = data.target(target, device)
     raw = dg.weight_gradient(model, image, label)
@@ -331,13 +335,13 @@ def attack(cfg: Settings, prior_: Prior, model: nn.Module, data: Data, *, method
     if method == "DSG":
         parameter = cfg.dsg_rate if parameter is None else parameter
         trajectory = dg.dsg_reconstruct(prior_.model, model, label, released, guidance_rate=parameter,
-                                        steps=cfg.dsg_steps, **common)
+                                        steps=steps, **common)
     elif method == "DLG":
         parameter = math.nan
         trajectory = dg.gradient_matching(model, label, released, iterations=cfg.dlg_iterations, **common)
     else:
         parameter = 0.0 if method == "prior" else cfg.dps_zeta if parameter is None else parameter
-        trajectory = dg.dps_reconstruct(prior_.model, model, label, released, zeta=parameter, steps=cfg.dps_steps,
+        trajectory = dg.dps_reconstruct(prior_.model, model, label, released, zeta=parameter, steps=steps,
                                         **common)
     return Run(method, model_name, target, variance, normalised, float(parameter), trajectory, float(raw.norm()),
                time.perf_counter() - start)
@@ -359,15 +363,18 @@ class Experiment:
         return self._models[name]
 
     def run(self, *, method: str, target: int, variance: float = 0.0, normalised: bool = False,
-            parameter: float | None = None, model: str = "CNN") -> Run:
+            parameter: float | None = None, model: str = "CNN", steps: int | None = None) -> Run:
         """:func:`attack` with the chapter's defaults (``parameter``: ``cfg.dps_zeta`` for DPS, ``cfg.dsg_rate`` for
-        DSG), once per distinct attack."""
+        DSG; ``steps``: ``cfg.dsg_steps`` for DSG, else ``cfg.dps_steps``), once per distinct attack."""
         if parameter is None and method in METHODS:
             parameter = self.cfg.dps_zeta if method == "DPS" else self.cfg.dsg_rate
-        key = (method, model, target, float(variance), bool(normalised), parameter)
+        if steps is None:
+            steps = self.cfg.dsg_steps if method == "DSG" else self.cfg.dps_steps
+        key = (method, model, target, float(variance), bool(normalised), parameter, steps)
         if key not in self._runs:
             self._runs[key] = attack(self.cfg, self.prior, self.model(model), self.data, method=method, target=target,
-                                     variance=variance, normalised=normalised, parameter=parameter, model_name=model)
+                                     variance=variance, normalised=normalised, parameter=parameter, model_name=model,
+                                     steps=steps)
         return self._runs[key]
 
     def frame(self, runs: list[Run]) -> pd.DataFrame:
@@ -395,6 +402,20 @@ def noise_grid(exp: Experiment, progress: bool = True) -> pd.DataFrame:
             for n, grid in ((False, cfg.variances), (True, cfg.normalised_variances))
             for v in grid for m in METHODS for i in range(exp.data.targets)]
     return exp.runs(jobs, progress, "noise grid")
+
+
+def step_comparison(exp: Experiment, progress: bool = True) -> pd.DataFrame:
+    """Both samplers on every target without noise at each of their two step counts (``cfg.dsg_steps`` and
+    ``cfg.dps_steps``: DSG's and DPS's own papers' defaults; the paper states none): per method and step count the
+    mean final and peak PSNR over the targets, with the standard error of the final PSNR."""
+    cfg = exp.cfg
+    jobs = [dict(method=m, target=i, steps=n) for n in sorted({cfg.dsg_steps, cfg.dps_steps}) for m in METHODS
+            for i in range(exp.data.targets)]
+    runs = exp.runs(jobs, progress, "equal step counts")
+    out = runs.groupby(["method", "steps"])[["final PSNR", "peak PSNR"]].mean().reset_index()
+    spread = runs.groupby(["method", "steps"])["final PSNR"].agg(lambda x: x.std(ddof=1) / math.sqrt(len(x)))
+    out["final PSNR SE"] = spread.to_numpy()  # nan for a single target
+    return out
 
 
 def table1(grid: pd.DataFrame) -> pd.DataFrame:
