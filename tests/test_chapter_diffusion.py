@@ -170,6 +170,8 @@ def test_tables_bookkeeping(tiny):
     assert sorted(steps.index) == sorted((m, n) for m in chapter.METHODS for n in {cfg.dps_steps, cfg.dsg_steps})
     assert steps.loc[("DPS", cfg.dps_steps), "final PSNR"] == pytest.approx(mean)  # the grid's runs, reused
     assert len(exp.run(method="DSG", target=0, steps=cfg.dps_steps).trajectory.loss) == cfg.dps_steps
+    long = chapter.sweep(exp, method="DSG", steps=cfg.dps_steps, progress=False)
+    assert set(long["steps"]) == {cfg.dps_steps} and len(long) == len(cfg.sweep_rates) * data.targets
 
 
 def test_paper_table1_has_one_inconsistent_row():

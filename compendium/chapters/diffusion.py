@@ -478,12 +478,13 @@ def rv_table(exp: Experiment, progress: bool = True) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------------------------
 # Tables 3-6: the step sizes and the baselines
 # ---------------------------------------------------------------------------------------------------------------
-def sweep(exp: Experiment, *, method: str, progress: bool = True) -> pd.DataFrame:
+def sweep(exp: Experiment, *, method: str, steps: int | None = None, progress: bool = True) -> pd.DataFrame:
     """Tables 3 (DPS, ``cfg.sweep_zetas``) and 4 (DSG, ``cfg.sweep_rates``): the CNN without noise, one row per value
-    and target."""
+    and target, at the sampler's step count or ``steps``."""
     validation.choice("method", method, METHODS)
     values = exp.cfg.sweep_zetas if method == "DPS" else exp.cfg.sweep_rates
-    jobs = [dict(method=method, target=i, parameter=float(v)) for v in values for i in range(exp.data.targets)]
+    jobs = [dict(method=method, target=i, parameter=float(v), steps=steps) for v in values
+            for i in range(exp.data.targets)]
     return exp.runs(jobs, progress, f"{method} sweep")
 
 
