@@ -164,7 +164,8 @@ def test_tables_bookkeeping(tiny):
     cnn = rv.set_index("model").loc["CNN"]
     assert cnn["DPS PSNR"] == pytest.approx(mean)  # the grid's runs, reused
     base = chapter.baselines(exp, progress=False)
-    assert base["method"].tolist() == ["DLG", "DPS", "DSG", "DLG", "DPS", "DSG", "prior only"]
+    assert base["method"].tolist() == ["DLG", "IG", "DPS", "DSG", "DLG", "IG", "DPS", "DSG", "prior only"]
+    assert base.set_index(["method", "σ²"]).loc[("IG", 0.0), "paper PSNR"] == chapter.PAPER_TABLE5["IG"]
     assert base.set_index(["method", "σ²"]).loc[("DPS", 0.0), "paper PSNR"] == chapter.PAPER_TABLE5["DPS"]
     steps = chapter.step_comparison(exp, progress=False).set_index(["method", "steps"])
     assert sorted(steps.index) == sorted((m, n) for m in chapter.METHODS for n in {cfg.dps_steps, cfg.dsg_steps})

@@ -164,6 +164,24 @@ def test_gradient_matching_baseline_lowers_the_matching_loss():
     assert run.loss[-1] < 1e-2 * run.loss[0]
 
 
+def test_inverting_gradients_matches_the_gradients_direction():
+    """Inverting Gradients lowers the cosine loss from its start, keeps the iterate in [-1, 1], returns the restart
+    with the lowest final loss, and ignores the release's scale (cosine)."""
+    target = torch.tensor([[[[0.6, -0.4], [0.3, -0.7]]]])
+    model = _attacked()
+    label = torch.tensor([1])
+    g = dg.weight_gradient(model, target, label).detach()
+    kwargs = dict(shape=(1, 1, 2, 2), iterations=200, tv_weight=0.0, target=target)
+    run = dg.inverting_gradients(model, label, g, generator=torch.Generator().manual_seed(0), restarts=3, **kwargs)
+    assert run.loss[-1] < 0.1 * run.loss[0] and run.final.abs().max() <= 1
+    first = dg.inverting_gradients(model, label, g, generator=torch.Generator().manual_seed(0), restarts=1, **kwargs)
+    assert run.loss[-1] <= first.loss[-1]  # the first start is one of the three
+    scaled = dg.inverting_gradients(model, label, 5 * g, generator=torch.Generator().manual_seed(0), restarts=3,
+                                    **kwargs)
+    torch.testing.assert_close(scaled.final, run.final, atol=1e-3, rtol=0)  # up to the signs of tiny gradients
+    assert float(dg.total_variation(torch.tensor([[[[0.0, 1.0], [0.0, 1.0]]]]))) == 1.0
+
+
 def test_rv_exact_against_finite_differences_and_eq17():
     model = _attacked()
     images = torch.randn(3, 1, 2, 2, generator=torch.Generator().manual_seed(0))
