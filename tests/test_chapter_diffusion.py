@@ -189,3 +189,10 @@ def test_notebook_loads_the_data_before_any_training():
     first_load = next(i for i, s in enumerate(code) if "chapter.load_data(" in s)
     first_work = next(i for i, s in enumerate(code) if "chapter.prior(" in s or "Experiment(" in s)
     assert first_load < first_work
+
+
+def test_paper_table2_rank_correlations_rest_on_resnet9():
+    """Spearman's rho of the paper's own Table 2: 1.0 for DPS, 0.5 for DSG, and 0.0 for DSG without ResNet9."""
+    assert chapter.paper_rank_correlations() == pytest.approx({"DPS": 1.0, "DSG": 0.5})
+    without = chapter.paper_rank_correlations(tuple(m for m in chapter.PAPER_TABLE2 if m != "ResMini"))
+    assert without == pytest.approx({"DPS": 1.0, "DSG": 0.0}, abs=1e-12)

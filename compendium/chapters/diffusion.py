@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import torch
+from scipy import stats
 from torch import nn
 from tqdm import tqdm
 
@@ -464,6 +465,13 @@ def paper_table1_consistency() -> pd.DataFrame:
 # Table 2: Reconstruction Vulnerability
 # ---------------------------------------------------------------------------------------------------------------
 EXACT_RV_PIXELS = 4096  # the exact Jacobian costs one JVP per pixel: skipped above 64x64 (paper scale: Eq. 17 only)
+
+
+def paper_rank_correlations(models: tuple[str, ...] = tuple(PAPER_TABLE2)) -> dict[str, float]:
+    """Spearman's rank correlation of RV and PSNR over the ``models`` rows of the paper's Table 2 (which prints
+    none), for DPS and DSG."""
+    rv, dps, dsg = np.array([PAPER_TABLE2[m] for m in models]).T
+    return {"DPS": float(stats.spearmanr(rv, dps).statistic), "DSG": float(stats.spearmanr(rv, dsg).statistic)}
 
 
 def rv_table(exp: Experiment, progress: bool = True) -> pd.DataFrame:
