@@ -8,7 +8,8 @@ bound for T = 1000 steps under 2 s; batched shadow-head training at least 50 tim
 over heads (the row's time is for 5,000 heads); the transfer-learning chapter within 60 s at ``ci`` and 6 min at
 ``book`` scale, the diffusion chapter within 60 s and 8 min (with its prior's training time and the time of one DPS
 and one DSG reconstruction printed); the whole book at ``book`` scale (every chapter
-executed afresh, then rendered) under 1800 s.  Chapters are executed with ``force`` into a temporary folder, so
+executed afresh, one per core at once as ``make book`` does, then rendered) under 900 s, with its speed-up over the
+chapters' own times one after the other (the ``book`` rows above, measured in the same run).  Chapters are executed with ``force`` into a temporary folder, so
 the timings never come from the cache and ``_build`` is left alone.  Exits 1 when anything fails or is over budget.
 """
 from __future__ import annotations
@@ -27,7 +28,7 @@ from compendium.base import repository_root
 from compendium.chapters import hcr as hcr_chapter
 
 TEST_BUDGET_S = 600
-BOOK_BUDGET_S = 1800
+BOOK_BUDGET_S = 900  # the issue's 15 minutes on 2 cores (the house's budget is 30)
 SUBSAMPLED_BUDGET_S = 2
 SHADOW_SPEEDUP_MIN = 50  # batched shadow-head training against a loop over heads
 #: The issues' budgets for the two training-heavy chapters (2 CPU cores).
@@ -237,8 +238,13 @@ def main(argv: list[str] | None = None) -> int:
                 run = functools.partial(book.execute_chapter, key, scale=scale, out_dir=Path(tmp) / scale, force=True)
                 seconds, ok = timed(run)
                 rows.append((f"chapter {key} @ {scale}", seconds, CHAPTER_BUDGETS_S.get((key, scale)), ok))
-        seconds, ok = timed(lambda: book.build_book(scale="book", force=True, out=Path(tmp) / "site"))
-        rows.append(("whole book @ book (execute + render)", seconds, BOOK_BUDGET_S, ok))
+        cores = book.usable_cores()
+        seconds, ok = timed(lambda: book.build_book(scale="book", force=True, out=Path(tmp) / "site", jobs=cores))
+        rows.append((f"whole book @ book (execute + render, {cores} at once)", seconds, BOOK_BUDGET_S, ok))
+        one_by_one = [s for what, s, _, _ in rows if what.startswith("chapter ") and what.endswith("@ book")]
+        if len(one_by_one) == len(chapters.registry()):
+            rows.append((f"whole book: x{sum(one_by_one) / seconds:.2f} faster than its chapters one after the "
+                         f"other ({sum(one_by_one):.0f} s)", seconds, None, ok))
 
     print(f"\n{'what':<52}{'seconds':>10}{'budget':>10}  status")
     failed = False
