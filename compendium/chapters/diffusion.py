@@ -321,6 +321,11 @@ class Run:
                 "final SSIM": ssim, "‖g₀‖": self.gradient_norm, "seconds": self.seconds}
 
 
+def sampler_steps(cfg: Settings, method: str) -> int:
+    """The default step count of ``method``: ``cfg.dsg_steps`` for DSG, ``cfg.dps_steps`` for DPS and the prior."""
+    return cfg.dsg_steps if method == "DSG" else cfg.dps_steps
+
+
 def attack(cfg: Settings, prior_: Prior, model: nn.Module, data: Data, *, method: str, target: int,
            variance: float = 0.0, normalised: bool = False, parameter: float | None = None,
            model_name: str = "CNN", steps: int | None = None) -> Run:
@@ -328,15 +333,14 @@ def attack(cfg: Settings, prior_: Prior, model: nn.Module, data: Data, *, method
     ``1000 cfg.seed``) and reconstruct it with ``method``: ``"DPS"`` (Algorithm 1, ``parameter`` = zeta, default
     ``cfg.dps_zeta``), ``"DSG"`` (Algorithm 2, ``parameter`` = m_r, default ``cfg.dsg_rate``), ``"prior"`` (DPS with
     zeta = 0: an unconditional sample), ``"DLG"`` (the prior-free gradient matching, ``cfg.dlg_iterations`` Adam
-    steps) or ``"IG"`` (Inverting Gradients, as many steps from :data:`IG_RESTARTS` starts).  ``steps`` replaces the sampler's step count (``cfg.dps_steps`` for DPS and the prior, ``cfg.dsg_steps``
-    for DSG).  The sampler's seed is ``target + 1000 cfg.seed``."""
+    steps) or ``"IG"`` (Inverting Gradients, as many steps from :data:`IG_RESTARTS` starts).  ``steps`` replaces
+    the sampler's step count (:func:`sampler_steps`).  The sampler's seed is ``target + 1000 cfg.seed``."""
     validation.choice("method", method, (*METHODS, "prior", "DLG", "IG"))
     validation.integer("target", target, minimum=0)
     if target >= len(data.images):
         raise ValueError(f"target={target!r}; allowed: below {len(data.images)}")
     variance = validation.number("variance", variance, at_least=0.0, what="noise variance sigma^2")
-    steps = validation.integer("steps", cfg.dsg_steps if method == "DSG" else cfg.dps_steps) if steps is None else (
-        validation.integer("steps", steps))
+    steps = validation.integer("steps", sampler_steps(cfg, method) if steps is None else steps)
     device = resolve_device(cfg.device)
     image, label = data.target(target, device)
     raw = dg.weight_gradient(model, image, label)
@@ -382,11 +386,11 @@ class Experiment:
     def run(self, *, method: str, target: int, variance: float = 0.0, normalised: bool = False,
             parameter: float | None = None, model: str = "CNN", steps: int | None = None) -> Run:
         """:func:`attack` with the chapter's defaults (``parameter``: ``cfg.dps_zeta`` for DPS, ``cfg.dsg_rate`` for
-        DSG; ``steps``: ``cfg.dsg_steps`` for DSG, else ``cfg.dps_steps``), once per distinct attack."""
+        DSG; ``steps``: :func:`sampler_steps`), once per distinct attack."""
         if parameter is None and method in METHODS:
             parameter = self.cfg.dps_zeta if method == "DPS" else self.cfg.dsg_rate
         if steps is None:
-            steps = self.cfg.dsg_steps if method == "DSG" else self.cfg.dps_steps
+            steps = sampler_steps(self.cfg, method)
         key = (method, model, target, float(variance), bool(normalised), parameter, steps)
         if key not in self._runs:
             self._runs[key] = attack(self.cfg, self.prior, self.model(model), self.data, method=method, target=target,
@@ -514,8 +518,9 @@ def sweep(exp: Experiment, *, method: str, steps: int | None = None, progress: b
 
 def baselines(exp: Experiment, progress: bool = True) -> pd.DataFrame:
     """Tables 5 and 6: the mean final and peak PSNR over targets of the prior-free baselines DLG and Inverting
-    Gradients, DPS and DSG, without noise and at ``sigma^2 = 0.01`` on raw gradients, and of the prior alone (an unconditional sample, which ignores
-    the gradient: the floor).  The paper's PSNR beside (it has no prior-only column)."""
+    Gradients, DPS and DSG, without noise and at ``sigma^2 = 0.01`` on raw gradients, and of the prior alone (an
+    unconditional sample, which ignores the gradient: the floor).  The paper's PSNR beside (it has no prior-only
+    column)."""
     rows = []
     for variance, paper in ((0.0, PAPER_TABLE5), (TABLE6_VARIANCE, PAPER_TABLE6)):
         for method in ("DLG", "IG", *METHODS):
