@@ -196,3 +196,16 @@ def test_paper_table2_rank_correlations_rest_on_resnet9():
     assert chapter.paper_rank_correlations() == pytest.approx({"DPS": 1.0, "DSG": 0.5})
     without = chapter.paper_rank_correlations(tuple(m for m in chapter.PAPER_TABLE2 if m != "ResMini"))
     assert without == pytest.approx({"DPS": 1.0, "DSG": 0.0}, abs=1e-12)
+
+
+def test_paper_parameter_counts_match_the_architectures_by_hand():
+    counts = chapter.paper_parameter_counts()
+    # the CNN at 3x256x256, 2 classes: two 3x3 convolutions, Linear(128 * 64 * 64, 256), Linear(256, 2)
+    by_hand = (3 * 64 * 9 + 64) + (64 * 128 * 9 + 128) + (128 * 64 * 64 * 256 + 256) + (256 * 2 + 2)
+    assert counts["CNN"] == by_hand
+    assert counts["MLP_1"] == (3 * 256 * 256 * 512 + 512) + (512 * 128 + 128) + (128 * 2 + 2)
+    numbers = chapter.quoted_numbers()
+    assert numbers["df_ex2_sqrt_m"] ** 2 == pytest.approx(by_hand)
+    assert numbers["df_ex1_exact_2"] > numbers["df_ex1_exact_1"] > numbers["df_ex1_printed"]
+    assert numbers["df_paper_gradient_gb_max"] == pytest.approx(4 * max(
+        n for name, n in counts.items() if name != "ResMini") / 1e9)

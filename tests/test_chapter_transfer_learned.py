@@ -657,3 +657,29 @@ def test_celeba_experiment_on_small_files(tmp_path, monkeypatch):
     assert max(result.history["loss"]) <= 8  # (MSE + MAE) / 2 <= 3 plus the stand-in's distance <= 4
     again = chapter.run_attack(cfg, pool, extractor, set_size=10, identity=True, progress=False)
     assert torch.equal(result.h0, again.h0) and torch.equal(result.h1, again.h1)
+
+
+def _identity_numbers(n40: float) -> dict[str, float]:
+    keys = ("tpr01", "tprstar", "fprstar", "printed_tpr01", "printed_fprstar", "classtpr", "restart", "paper_tpr01",
+            "paper_fprstar", "paper_classtpr")
+    numbers = {f"tl_id_{key}_{n}": (0.5 if n == 10 else n40) for key in keys for n in (10, 40)}
+    return numbers | {"tl_id_drop": 0.2, "tl_id_paper_factor": 7.4}
+
+
+def test_identity_findings_speak_of_the_sizes_that_ran():
+    one = chapter.identity_findings(_identity_numbers(math.nan))
+    assert "nan" not in one and "runs $N=10$ only" in one and "$N=40$ against" not in one
+    both = chapter.identity_findings(_identity_numbers(0.4))
+    assert "nan" not in both and "0.40 at $N=40$" in both and "by 20%" in both
+    assert "$N=40$" not in chapter.scoring_findings(_identity_numbers(math.nan))
+    assert "0.400 to 0.400 at $N=40$" in chapter.scoring_findings(_identity_numbers(0.4))
+
+
+def test_quoted_numbers_solve_the_exercises():
+    numbers = chapter.quoted_numbers()
+    assert numbers["tl_ex1_tpr_40"] == pytest.approx(1 - 0.99**40)
+    assert numbers["tl_ex1_tpr_at_max"] == pytest.approx(chapter.GAMMA)
+    recipe = chapter.HeadRecipe.of("mnist", 10)
+    eps = chapter.epsilons(recipe, numbers["tl_ex3_sigma"])["eps_prv"]
+    assert eps == pytest.approx(chapter.PAPER_DEFENDED_EPSILON[("MNIST", 10)], abs=0.02)
+    assert numbers["tl_ex3_readme_sigma_high"] < numbers["tl_ex3_sigma"] < numbers["tl_ex3_readme_sigma_low"]

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from scipy import stats
 
 from compendium import checks, plotting
 from compendium.bounds import ziller2024 as zb
@@ -173,3 +174,13 @@ def test_metric_grid_draws_experiments_as_points_and_each_bound_in_its_own_style
     assert [c[2] for c in curves3[("NCC", 20.0)]] == ["eq. (7), 4 px", "bound (8), 4 px", "eq. (7), 8 px",
                                                       "bound (8), 8 px"]
     plt.close("all")
+
+
+def test_quoted_numbers_solve_the_exercises():
+    numbers = chapter.quoted_numbers()
+    n = 3 * 64 * 64
+    sigma = numbers["ziller_ex1_sigma"]
+    # Prop. 6 at that sigma: P(MSE <= 1e-3) is exactly gamma = 0.01
+    assert abs(stats.chi2(n).cdf(n * 1e-3 / sigma**2) - 0.01) < 1e-9
+    assert abs(numbers["ziller_ex2_gap"] - 10 * np.euler_gamma / np.log(10)) < 1e-12
+    assert numbers["ziller_ex1_epsilon"] > 100  # "an epsilon in the hundreds"

@@ -103,3 +103,43 @@ def test_hcr_paper_scale_offline_stops_at_the_data_with_instructions(tmp_path: P
     error = next(o for o in ran[-1].outputs if o.output_type == "error")
     assert "train-images-idx3-ubyte.gz" in error.evalue and str(missing / "mnist") in error.evalue, error.evalue
     assert not any(p.is_file() for p in missing.rglob("*"))  # nothing half-written
+
+
+_PASTED = re.compile(r"\{glue:text\}`(?:/?(notebooks/\w+\.ipynb)::)?([^`:]+)(?::([^`]*))?`")
+
+
+def _glued(notebook: Path) -> dict[str, str]:
+    """Name -> text/plain of every value an executed notebook glues."""
+    values = {}
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        for output in cell.get("outputs", []):
+            record = output.get("metadata", {}).get("scrapbook", {})
+            if "name" in record:
+                values[record["name"]] = output["data"][record["mime_prefix"] + "text/plain"]
+    return values
+
+
+def test_every_pasted_value_is_glued_and_takes_its_format(executed_notebooks: dict[str, Path]) -> None:
+    """Each ``{glue:text}`` role of the prose (chapters and book pages) names a value that its notebook's ``ci`` run
+    glues, and the role's format spec applies to that value, so no sentence renders a missing or garbled number."""
+    glued = {f"notebooks/{Path(chapters.registry()[key].notebook).name}": _glued(path)
+             for key, path in executed_notebooks.items()}
+    prose = {f"notebooks/{p.name}": "\n".join(c.source for c in nbformat.read(p, as_version=4).cells
+                                            if c.cell_type == "markdown") for p in SOURCES}
+    prose |= {f"book/{p.name}": p.read_text() for p in (ROOT / "book").glob("*.md")}
+    problems = []
+    for name, text in prose.items():
+        for notebook, key, spec in _PASTED.findall(text):
+            values = glued.get(notebook or name, {})
+            if key not in values:
+                problems.append(f"{name}: {key} is not glued by {notebook or name}")
+            elif values[key] in ("nan", "inf", "-inf"):
+                problems.append(f"{name}: {key} is {values[key]} at ci scale")
+            elif spec:
+                try:
+                    format(ast.literal_eval(values[key]), spec)
+                except (ValueError, TypeError, SyntaxError) as error:
+                    problems.append(f"{name}: {key} = {values[key]} does not take the format {spec!r} ({error})")
+            elif notebook:
+                problems.append(f"{name}: {key} is pasted across documents without a format spec")
+    assert not problems, "\n".join(problems)

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import torch
+from scipy import stats
 
-from compendium import checks, metrics, validation
+from compendium import checks, dp, metrics, validation
 from compendium.bounds import ziller2024 as zb
 from compendium.chapters.base import Settings as _Settings
 from compendium.chapters.base import check_image_source, resolve
@@ -481,3 +482,22 @@ def photo_pixel_sd(name: str, resolutions) -> dict:
     from compendium import data
 
     return {r: float(data.photo(name, r).double().std(unbiased=False)) for r in resolutions}
+
+
+def quoted_numbers() -> dict[str, float]:
+    """The numbers the prose quotes that no step of the pipeline computes (the exercise solutions', and the
+    errata's), keyed for ``glue``.
+
+    Exercise 1: the smallest noise multiplier for which an adversary without prior reaches ``MSE <= 1e-3`` with
+    probability at most ``0.01`` on ``N = 3 * 64 * 64`` values (Prop. 6 inverted: ``sigma^2 = N eta /
+    F^{-1}_{chi^2_N}(gamma)`` with ``C = T = 1``) and the exact epsilon of that ``sigma`` for one step; exercise 2:
+    the Jensen gap ``Delta_2 = 10 gamma_E / ln 10`` dB; errata item 1: ``Delta_10``.
+    """
+    n, eta, gamma = 3 * 64 * 64, 1e-3, 0.01
+    sigma = float(np.sqrt(n * eta / stats.chi2(n).ppf(gamma)))
+    checks.assert_close(float(zb.mse_threshold(gamma, N=n, C=1.0, sigma=sigma)), eta, 1e-12 * eta,
+                        what="exercise 1: the MSE reached with probability gamma")
+    gap = float(zb.psnr_jensen_gap(2))
+    checks.assert_close(gap, 10 * np.euler_gamma / np.log(10), 1e-12, what="exercise 2: Delta_2")
+    return {"ziller_ex1_sigma": sigma, "ziller_ex1_epsilon": dp.epsilon_exact(sigma, 1),
+            "ziller_ex2_gap": gap, "ziller_jensen_gap_10": float(zb.psnr_jensen_gap(10))}
