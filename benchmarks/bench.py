@@ -9,8 +9,9 @@ over heads (the row's time is for 5,000 heads); the transfer-learning chapter wi
 ``book`` scale, the diffusion chapter within 60 s and 8 min (with its prior's training time and the time of one DPS
 and one DSG reconstruction printed); the whole book at ``book`` scale (every chapter
 executed afresh, one per core at once as ``make book`` does, then rendered) under 900 s, with its speed-up over the
-chapters' own times one after the other (the ``book`` rows above, measured in the same run).  Chapters are executed with ``force`` into a temporary folder, so
-the timings never come from the cache and ``_build`` is left alone.  Exits 1 when anything fails or is over budget.
+chapters' own times one after the other (the ``book`` rows above, measured in the same run).  Chapters are executed with
+``force`` into a temporary folder, so the timings never come from the cache and ``_build`` is left alone.  Exits 1 when
+anything fails or is over budget.
 """
 from __future__ import annotations
 
@@ -225,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     for scale in chosen:
         hcr_row = hcr_timings(scale)
         rows.append((f"HCR bound per image @ {scale} ({hcr_row['images']} images; joint solve "
-                     f"x{hcr_row['speedup']:.1f} faster than per-restart, max |rel diff| {hcr_row['max_rel_diff']:.1e})",
+                     f"x{hcr_row['speedup']:.1f} faster than per-restart, "
+                     f"max |rel diff| {hcr_row['max_rel_diff']:.1e})",
                      hcr_row["seconds_per_image"], None, True))
     for scale in chosen:
         times = diffusion_timings(scale)

@@ -40,7 +40,8 @@ def assert_close(empirical, theory, se, k: float = 5.0, rtol: float = 0.0, what:
             f"{np.broadcast_to(theory, gap.shape)[worst]:.6g} differ by {gap[worst]:.3g} > tolerance "
             f"{np.broadcast_to(tol, gap.shape)[worst]:.3g} ({k} SE + {rtol} relative)"
         )
-    return f"{what}: agree within {k} SE{f' + {rtol:g} rel.' if rtol else ''} (largest gap {np.max(gap / np.maximum(tol, 1e-300)):.2f} of the tolerance)"
+    return (f"{what}: agree within {k} SE{f' + {rtol:g} rel.' if rtol else ''} "
+            f"(largest gap {np.max(gap / np.maximum(tol, 1e-300)):.2f} of the tolerance)")
 
 
 def assert_below(empirical, bound, se, k: float = 5.0, what: str = "value") -> str:

@@ -180,9 +180,9 @@ def imagenet_val_images(folder: str | Path, n: int, transform,
     A relative ``folder`` is taken from the repository root (as in :func:`compendium.data.chapter_images`).  The
     files are listed in sorted order and ``numpy.random.default_rng(seed).choice(len(files), n, replace=False)``
     picks them (the exact images of the paper, from a seeded shuffled torch ``DataLoader``, cannot be recovered;
-    the authors' code takes the first 8 batches of a seeded shuffled loader).  Returns ``(images, labels)``: the stacked transformed images,
-    and labels int64 (n,) or ``None``.  Raises ``ValueError`` before reading any image when the folder is missing or
-    holds fewer than ``n`` images.
+    the authors' code takes the first 8 batches of a seeded shuffled loader).  Returns ``(images, labels)``: the stacked
+    transformed images, and labels int64 (n,) or ``None``.  Raises ``ValueError`` before reading any image when the
+    folder is missing or holds fewer than ``n`` images.
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n={n!r}; allowed: an integer >= 1")

@@ -171,7 +171,8 @@ def lpips(x: torch.Tensor, y: torch.Tensor, net: str = "alex", pretrained_backbo
     ``pretrained_backbone=False`` uses a random backbone with the real linear heads: only for testing the plumbing.
     """
     if x.shape != y.shape or x.ndim != 4 or x.shape[1] != 3:
-        raise ValueError(f"lpips expects two RGB batches of the same shape (B, 3, H, W); got {tuple(x.shape)}, {tuple(y.shape)}")
+        raise ValueError(f"lpips expects two RGB batches of the same shape (B, 3, H, W); "
+                         f"got {tuple(x.shape)}, {tuple(y.shape)}")
     model = _lpips_model(net, pretrained_backbone).to(x.device)
     with torch.no_grad():
         d = model(x.float() * 2 - 1, y.float() * 2 - 1)

@@ -124,7 +124,8 @@ def test_reconstruct_rejects_bad_inputs_before_work(images, monkeypatch, kwargs,
 
 def test_reconstruct_grid_yields_every_cell_in_order(images):
     Cs = [0.5 * _norms(images).min().item(), 2 * _norms(images).max().item()]
-    cells = list(ll.reconstruct_grid(images, Cs, [0.0, 0.1], generator=torch.Generator().manual_seed(0), progress=False))
+    cells = list(ll.reconstruct_grid(images, Cs, [0.0, 0.1], generator=torch.Generator().manual_seed(0),
+                                     progress=False))
     assert [(c, s) for c, s, _ in cells] == [(Cs[0], 0.0), (Cs[0], 0.1), (Cs[1], 0.0), (Cs[1], 0.1)]
     grid = {(c, s): rec for c, s, rec in cells}
     assert all(rec.shape == images.shape for rec in grid.values())
@@ -232,7 +233,8 @@ def rows_releases(image16):
 
 @pytest.mark.parametrize("M", [1, 5, 25], ids=["M=1", "M=ceil(C/m)", "M=M*"])
 def test_rows_opacus_reconstructions_follow_the_closed_form_law(rows_releases, M):
-    """KS: (X_hat - X) / sd ~ N(0, 1) with sd^2 = sigma^2 max(||X||^2, C^2 / M) (eq. 17 of From Mean to Extreme), below and at M*."""
+    """KS: (X_hat - X) / sd ~ N(0, 1) with sd^2 = sigma^2 max(||X||^2, C^2 / M) (eq. 17 of From Mean to Extreme), below
+    and at M*."""
     from compendium.bounds import mean_to_extreme as mte
 
     X, sigma, C, norm, recs = rows_releases

@@ -61,7 +61,8 @@ def test_gaussian_chi2_is_vectorised_over_rows():
 
 
 def test_identity_map_hcr_tends_to_sigma_squared():
-    # Sec. 2.1 for the identity map: a_theta = theta, eps = t e_k gives t^2 / (e^{t^2/sigma^2} - 1) <= sigma^2, -> sigma^2 as t -> 0
+    # Sec. 2.1 for the identity map: a_theta = theta, eps = t e_k gives t^2 / (e^{t^2/sigma^2} - 1) <= sigma^2,
+    # -> sigma^2 as t -> 0
     sigma = 0.8
     vals = [hcr.hcr_variance_bound(t, hcr.gaussian_chi2(np.array([t]), sigma)) for t in (1.0, 0.1, 1e-3)]
     assert all(v <= sigma**2 for v in vals) and np.all(np.diff(vals) > 0)

@@ -127,7 +127,8 @@ def test_r4_psnr_survival_mean_sd(N):
     ref = R4[N]
     got = mte.psnr_success_probability(np.array([-10.0, -5.0, 0.0, 5.0, 10.0]), N, 1.0, 1.0, 1.0)
     assert all(_printed(v, t) for v, t in zip(got, ref[:5])), got
-    assert np.array_equal(mte.rero_gamma_psnr([-10.0, -5.0, 0.0, 5.0, 10.0], N=N, sigma=1.0, min_norm=1.0, data_range=1.0), got)
+    assert np.array_equal(mte.rero_gamma_psnr([-10.0, -5.0, 0.0, 5.0, 10.0], N=N, sigma=1.0, min_norm=1.0,
+                                              data_range=1.0), got)
     assert _printed(mte.psnr_mean(N, 1.0, 1.0, 1.0), ref[5])
     assert _printed(mte.psnr_sd(N), ref[6])
     if N == 10:  # the Jensen gap of Ziller et al. is the same digamma term
@@ -156,8 +157,10 @@ def test_r4_psnr_mean_shifts_and_figure3():
 def test_r5_minimal_noise_multiplier(eta, gamma, N, m, text):
     s = mte.minimal_noise_multiplier(gamma, eta, N, m)
     assert _printed(s, text)
-    assert mte.rero_gamma_mse(eta, N=N, sigma=s, min_norm=m) == pytest.approx(gamma, rel=1e-9)  # the calibration is tight
-    assert mte.rero_gamma_mse(eta, N=N, sigma=1.01 * s, min_norm=m) < gamma < mte.rero_gamma_mse(eta, N=N, sigma=0.99 * s, min_norm=m)
+    assert mte.rero_gamma_mse(eta, N=N, sigma=s, min_norm=m) == pytest.approx(
+        gamma, rel=1e-9)  # the calibration is tight
+    assert mte.rero_gamma_mse(eta, N=N, sigma=1.01 * s, min_norm=m) < gamma < mte.rero_gamma_mse(
+        eta, N=N, sigma=0.99 * s, min_norm=m)
 
 
 def test_r5_mse_threshold_and_inverse():
@@ -165,7 +168,8 @@ def test_r5_mse_threshold_and_inverse():
     assert _printed(mte.mse_threshold(0.5, N=10, sigma=1.0, norm=1.0), "0.934182")
     assert _printed(mte.mse_threshold(0.01, N=3072, sigma=0.01, norm=20.0), "0.037664")
     g = np.array([0.01, 0.3, 0.9])
-    assert np.allclose(mte.mse_cdf(mte.mse_threshold(g, N=200, sigma=0.7, norm=0.4, T=3), 200, 0.7, 0.4, T=3), g, atol=1e-10)
+    assert np.allclose(mte.mse_cdf(mte.mse_threshold(g, N=200, sigma=0.7, norm=0.4, T=3), 200, 0.7, 0.4, T=3), g,
+                       atol=1e-10)
     # T enters as sigma^2 -> sigma^2 / T everywhere (Proposition 7)
     assert mte.minimal_noise_multiplier(0.1, 0.1, 10, 1.0, T=4) == pytest.approx(
         2 * mte.minimal_noise_multiplier(0.1, 0.1, 10, 1.0), rel=1e-12)
@@ -211,7 +215,8 @@ def test_mse_distribution_moments_and_averaging():
     law = mte.mse_distribution(N=50, sigma=0.3, norm=4.0, T=5)
     assert law.mean() == pytest.approx(mte.expected_mse(sigma=0.3, norm=4.0, T=5), rel=1e-12)
     assert law.var() == pytest.approx(2 * (0.09 * 16 / 5) ** 2 / 50, rel=1e-12)
-    assert mte.expected_mse(sigma=0.3, norm=4.0, T=5) == pytest.approx(mte.expected_mse(sigma=0.3 / np.sqrt(5), norm=4.0), rel=1e-12)
+    assert mte.expected_mse(sigma=0.3, norm=4.0, T=5) == pytest.approx(
+        mte.expected_mse(sigma=0.3 / np.sqrt(5), norm=4.0), rel=1e-12)
     eta = np.linspace(0.05, 0.6, 7)
     assert np.allclose(mte.mse_cdf(eta, 50, 0.3, 4.0, T=5), law.cdf(eta), atol=1e-12)
     assert mte.mse_cdf(-1.0, 50, 0.3, 4.0) == 0.0
@@ -334,7 +339,8 @@ def test_mc_loss_scale_and_averaging():
     # Proposition 7: averaging k releases divides the variance by k; MSE law with T = k
     for k in (5, 20):
         mk = _mse(X, _attack(X, sigma, norm, 1, rng, trials, T=k))
-        assert abs(mk.mean() - mte.expected_mse(sigma=sigma, norm=norm, T=k)) < 5 * mte.expected_mse(sigma=sigma, norm=norm, T=k) * se
+        assert abs(mk.mean() - mte.expected_mse(sigma=sigma, norm=norm, T=k)) < 5 * mte.expected_mse(
+            sigma=sigma, norm=norm, T=k) * se
         assert stats.kstest(mk, mte.mse_distribution(N=N, sigma=sigma, norm=norm, T=k).cdf).pvalue > 1e-3
 
 
@@ -431,7 +437,8 @@ def test_mc_shrinkage_beats_mvue_and_violates_prop3(N, sigma, eta_factor, gamma_
     assert p > gamma + 5 * np.sqrt(gamma * (1 - gamma) / trials) + 0.1  # violates the "for any reconstruction" bound
     # PSNR is a decreasing function of the MSE: Proposition 5 is violated as well
     eta_db = 10 * np.log10(1 / eta)
-    assert np.mean(10 * np.log10(1 / m_shr) >= eta_db) > mte.rero_gamma_psnr(eta_db, N=N, sigma=sigma, min_norm=norm, data_range=1.0) + 0.1
+    assert np.mean(10 * np.log10(1 / m_shr) >= eta_db) > mte.rero_gamma_psnr(eta_db, N=N, sigma=sigma, min_norm=norm,
+                                                                             data_range=1.0) + 0.1
     if sigma**2 > 1 / N:  # even the constant reconstruction 0 beats the MVUE
         assert norm**2 / N < e_hat
 

@@ -140,7 +140,8 @@ def test_clip_factor_and_expected_mse_closed_form():
     assert z.expected_mse(X, C=1.5, sigma=0.1) == pytest.approx((1 - b) ** 2 * np.mean(X**2) + 2.25 * 0.01, rel=1e-12)
     batch = np.stack([X, 3 * X])
     assert np.allclose(z.clip_factor(batch, 4.5), [1.0, 0.5])
-    assert np.allclose(z.expected_mse(batch, C=1.5, sigma=0.1), [z.expected_mse(X, C=1.5, sigma=0.1), z.expected_mse(3 * X, C=1.5, sigma=0.1)])
+    assert np.allclose(z.expected_mse(batch, C=1.5, sigma=0.1),
+                       [z.expected_mse(X, C=1.5, sigma=0.1), z.expected_mse(3 * X, C=1.5, sigma=0.1)])
 
 
 def test_ncc_eq7_equals_snr_form_and_bound8_attained_when_centred_and_clipped():
@@ -392,9 +393,11 @@ def test_invalid_inputs_raise_value_error_naming_the_parameter(call, name):
 
 
 def test_validation_is_vectorised():
-    with pytest.raises(ValueError, match=r"^sigma=array\(\[1\., 0\., 2\.\]\); allowed: a finite number > 0 \(noise multiplier\)$"):
+    with pytest.raises(ValueError,
+                       match=r"^sigma=array\(\[1\., 0\., 2\.\]\); allowed: a finite number > 0 \(noise multiplier\)$"):
         z.mse_lower_bound(1.0, np.array([1.0, 0.0, 2.0]))
-    with pytest.raises(ValueError, match=r"^kappa=.*; allowed: a probability in \[0, 1\] \(prior success probability\)$"):
+    with pytest.raises(ValueError,
+                       match=r"^kappa=.*; allowed: a probability in \[0, 1\] \(prior success probability\)$"):
         z.worst_case_success(1.0, np.array([0.1, 1.01]))
 
 

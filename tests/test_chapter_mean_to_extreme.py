@@ -29,7 +29,8 @@ def test_variance_table_follows_eq17_and_the_corrected_eq18():
     table = chapter.variance_table(x0, C=10 * n0, sigma=0.05, n_draws=40, generator=torch.Generator().manual_seed(1))
     assert list(table.M) == [1, 10, 100, 400, 1] and table["loss scale c"].iloc[-1] == pytest.approx(10.0)
     assert np.allclose(table["σ² max(|X|², C²/(Mc²))"],
-                       [mte.reconstruction_variance(0.05, n0, 10 * n0, m, c) for m, c in zip(table.M, table["loss scale c"])])
+                       [mte.reconstruction_variance(0.05, n0, 10 * n0, m, c)
+                        for m, c in zip(table.M, table["loss scale c"])])
     checks.assert_close(table["Var(X̂ − X) opacus"], table["σ² max(|X|², C²/(Mc²))"], table["± SE"], k=6)
     assert np.allclose(table["± SE"], table["Var(X̂ − X) opacus"] * np.sqrt(2 / (40 * x0.numel())))
     # Prop. B.1: the rows' plain mean is beta c X (beta of eq. 10): biased for M = 4 M* (beta = 1/2) and for c = 10

@@ -105,7 +105,8 @@ def test_figure3_grid_cells_and_largest_clip():
     checks.assert_close(cells.MSE, cells.E_MSE, cells.MSE_sd / np.sqrt(6), k=6)
     at = chapter.figure3_at_clip(cells, images, clip_norms[1])
     assert len(at) == 4 and at.sigma.is_monotonic_increasing
-    assert at.bound8.tolist() == [float(zb.ncc_bound_dim(images[r].numel(), s)) for r, s in zip(at.resolution, at.sigma)]
+    assert at.bound8.tolist() == [float(zb.ncc_bound_dim(images[r].numel(), s))
+                                  for r, s in zip(at.resolution, at.sigma)]
 
 
 def test_figure3_resolutions_tables_and_sentence():

@@ -22,8 +22,8 @@ def test_photo_crops_shape_dtype_range(crops100):
 
 
 def test_photo_crops_norms_reference(crops100):
-    """Reference values (seed 0): 100 crops, N = 3072, norms min / median / max = 4.16 / 25.75 / 41.43 (numpy median; torch's
-    median, the lower middle value, is 25.60)."""
+    """Reference values (seed 0): 100 crops, N = 3072, norms min / median / max = 4.16 / 25.75 / 41.43 (numpy median;
+    torch's median, the lower middle value, is 25.60)."""
     norms = crops100.flatten(1).norm(dim=1).double().numpy()
     assert norms.min() == pytest.approx(4.16, rel=1e-2)
     assert np.median(norms) == pytest.approx(25.75, rel=1e-2)

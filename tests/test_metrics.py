@@ -92,7 +92,8 @@ def test_nmi_identical_is_two_and_decreases_with_noise(pairs):
     assert torch.allclose(metrics.nmi(x, x), torch.full((8,), 2.0, dtype=torch.float64), atol=1e-12)
     g = torch.Generator().manual_seed(0)
     img = x[:1].expand(6, -1, -1, -1)
-    noisy = img + torch.tensor([1e-3, 1e-2, 0.03, 0.1, 0.3, 3.0]).reshape(-1, 1, 1, 1) * torch.randn(img.shape, generator=g)
+    noisy = img + torch.tensor([1e-3, 1e-2, 0.03, 0.1, 0.3, 3.0]).reshape(-1, 1, 1, 1) * torch.randn(
+        img.shape, generator=g)
     v = metrics.nmi(img, noisy)
     assert torch.all(v[1:] < v[:-1])
     assert torch.all((v >= 1.0) & (v <= 2.0))

@@ -12,7 +12,8 @@ from compendium import plotting  # noqa: E402
 
 
 def test_table_numbers_stay_on_one_line_and_paper_columns_are_shaded():
-    frame = pd.DataFrame({"N": [4, 10], "ours": [8.3216e-07, np.nan], "paper ours": [8.3e-07, 0.1], "label": ["a", "b"]})
+    frame = pd.DataFrame({"N": [4, 10], "ours": [8.3216e-07, np.nan], "paper ours": [8.3e-07, 0.1],
+                          "label": ["a", "b"]})
     table = plotting.table(frame, digits=4)
     html = table._repr_html_()
     assert "8.322e\u201107" in html and "—" in html  # non-breaking hyphen; missing values as a dash

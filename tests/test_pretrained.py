@@ -1,11 +1,12 @@
-"""Unit tests of compendium.models.pretrained: the paper-scale ImageNet pipeline of the HCR chapter (the paper's Sec. 3.3)
-and the transfer-learning chapter's paper-scale extractors and transforms (Maciazek & Allison 2025, App. D.1).
+"""Unit tests of compendium.models.pretrained: the paper-scale ImageNet pipeline of the HCR chapter
+(the paper's Sec. 3.3) and the transfer-learning chapter's paper-scale extractors and transforms
+(Maciazek & Allison 2025, App. D.1).
 
 Run everywhere: the 13/32-scaled preprocessing (no torchvision), ``compendium.data.imagenet_val_images`` reading
 tiny folders written here through it, the clear errors, and the model split / BatchNorm coupling / weight cache on a
-stand-in ``torchvision.models`` with the same layer names (so they hold whether or not torchvision is installed).  Run only where torchvision imports: the
-same checks on the real ResNet-18 and Swin-T (random weights, nothing downloaded) and the transform's agreement
-with TorchVision's own preset.
+stand-in ``torchvision.models`` with the same layer names (so they hold whether or not torchvision is installed).  Run
+only where torchvision imports: the same checks on the real ResNet-18 and Swin-T (random weights, nothing downloaded)
+and the transform's agreement with TorchVision's own preset.
 """
 from __future__ import annotations
 
@@ -43,7 +44,8 @@ def _normalised(rgb_uint8: np.ndarray) -> np.ndarray:
 
 # ----------------------------------------------------------------------------------------------- the constants
 def test_paper_sizes():
-    """Paper Sec. 3.3 and its remark on degrees of freedom: 104 / 94 / 91 px, n = 25,088 and 37,632 > p = 3 * 91**2 = 24,843."""
+    """Paper Sec. 3.3 and its remark on degrees of freedom: 104 / 94 / 91 px, n = 25,088 and
+    37,632 > p = 3 * 91**2 = 24,843."""
     assert pretrained.RESIZE_SIZE == {"resnet18": 104, "swin_t": 94}
     assert pretrained.CROP_SIZE == 91
     assert pretrained.FEATURE_DIMS == {"resnet18": 25_088, "swin_t": 37_632}
@@ -435,7 +437,8 @@ def test_unexpected_layer_names_are_reported(fake_torchvision, monkeypatch):
 
 # ------------------------------------------------------------------ the real torchvision (skipped where it is absent)
 def _torchvision_models():
-    return pytest.importorskip("torchvision.models", reason="torchvision is not installed (only the paper scale needs it)")
+    return pytest.importorskip("torchvision.models",
+                               reason="torchvision is not installed (only the paper scale needs it)")
 
 
 @pytest.mark.parametrize("name", ["resnet18", "swin_t"])
@@ -652,7 +655,8 @@ def test_transfer_extractor_imagenet_weights(fake_transfer_torchvision, name, fi
     """Unavailable weights: PretrainedUnavailable naming the file and TORCH_HOME; cached: loaded, head -> Identity."""
     with pytest.raises(PretrainedUnavailable) as info:
         transfer_extractor(name)
-    label = "torchvision.models." + pretrained.TRANSFER_TORCHVISION[name][1] + "." + pretrained.TRANSFER_TORCHVISION[name][2]
+    label = ("torchvision.models." + pretrained.TRANSFER_TORCHVISION[name][1] + "."
+             + pretrained.TRANSFER_TORCHVISION[name][2])
     assert label in str(info.value) and file in str(info.value) and "TORCH_HOME" in str(info.value)
     reference = _trained(name, 1)
     cache = fake_transfer_torchvision / "hub" / "checkpoints" / file

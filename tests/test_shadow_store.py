@@ -80,7 +80,8 @@ def test_reconstructor_standardises_batches_as_the_whole_copy(tmp_path):
     stats = attack.WeightStatistics.fit(weights)
     histories = []
     for w, s in ((stats.standardise(weights), None), (weights, stats)):
-        model = models.MLPReconstructor(weights.shape[1] + 10, (1, 4, 4), 16, generator=torch.Generator().manual_seed(0))
+        model = models.MLPReconstructor(weights.shape[1] + 10, (1, 4, 4), 16,
+                                        generator=torch.Generator().manual_seed(0))
         histories.append(attack.train_reconstructor(model, w, sets, images, statistics=s, epochs=2, device="cpu",
                                                     generator=torch.Generator().manual_seed(0), progress=False))
     assert histories[0]["loss"] == histories[1]["loss"]

@@ -1,4 +1,4 @@
-"""No new typed number in the book's prose: a result is pasted from the run (myst-nb ``glue``), not typed.
+r"""No typed number in the book's prose: a result is pasted from the run (myst-nb ``glue``), not typed.
 
 The rule.  The prose is every markdown cell of every chapter notebook and every page of ``book/`` except the
 bibliography.  Code spans, fenced code, directive options (``:label: ...``), glue roles, cross-references,

@@ -27,7 +27,8 @@ OPACUS_CLIP_EPS = 1e-6
 
 
 def linear_layer_model(n_features: int, device: torch.device | str = "cpu") -> torch.nn.Linear:
-    """Eq. (1): ``nn.Linear(N, 1, bias=False)`` with ``W_0 = 0`` (the adversary's choice; the gradient is ``X`` for any W)."""
+    """Eq. (1): ``nn.Linear(N, 1, bias=False)`` with ``W_0 = 0`` (the adversary's choice; the gradient is ``X`` for any
+    W)."""
     return linear_rows_model(n_features, 1, device=device)
 
 

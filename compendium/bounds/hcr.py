@@ -279,8 +279,9 @@ def crb_direction(J, k: int):
 
 
 def hcr_linear_optimal(crb, t2_norm_sq_over_sigma2):
-    """*[ours]* The linear case of eqs. (13)-(18): for a linear map and ``eps = t (A^T A)^{-1} e_k`` the HCR variance bound is
-    exactly ``CRB_k * x / (e^x - 1)`` with ``x = ||A eps||^2 / sigma^2``; it increases to ``CRB_k`` as ``x -> 0``."""
+    """*[ours]* The linear case of eqs. (13)-(18): for a linear map and ``eps = t (A^T A)^{-1} e_k`` the HCR variance
+    bound is exactly ``CRB_k * x / (e^x - 1)`` with ``x = ||A eps||^2 / sigma^2``; it increases to ``CRB_k`` as
+    ``x -> 0``."""
     x = np.asarray(t2_norm_sq_over_sigma2, dtype=float)
     if np.any(x < 0):
         raise ValueError(f"t2_norm_sq_over_sigma2={t2_norm_sq_over_sigma2!r}; allowed: numbers >= 0 "
@@ -358,9 +359,9 @@ def bound_visualisation(theta, bound, rng: np.random.Generator):
 # ---------------------------------------------------------------------------------------------------------------
 def algorithm1_linear_closed_form(A, z, num_power_iterations: int = 10):
     """*[ours]* What Algorithm 1 returns for a linear map ``a_theta = A theta`` with exact least-squares solves
-    (the linear case of Sec. 2.2 worked out): ``eps^(1) = A^+ z`` and, for ``i >= 2``, the stationary ``eps = (||z|| / ||P z||) A^+ z``
-    with ``P = A A^+``; ``z_eps = A eps``.  Returns ``(eps, z_eps)``.  Repetitions only rescale ``eps`` (and not at
-    all when ``A`` has full row rank): the loop is not inverse iteration."""
+    (the linear case of Sec. 2.2 worked out): ``eps^(1) = A^+ z`` and, for ``i >= 2``, the stationary
+    ``eps = (||z|| / ||P z||) A^+ z`` with ``P = A A^+``; ``z_eps = A eps``.  Returns ``(eps, z_eps)``.  Repetitions
+    only rescale ``eps`` (and not at all when ``A`` has full row rank): the loop is not inverse iteration."""
     A = np.asarray(A, dtype=float)
     z = np.asarray(z, dtype=float)
     validation.integer("num_power_iterations", num_power_iterations)

@@ -40,8 +40,8 @@ from scipy.fft import next_fast_len
 from compendium import checks, validation
 
 __all__ = ["SubsampledGaussianTradeoff", "gaussian_tradeoff", "rero_bound", "subsampled_gaussian_tradeoff",
-           "rero_bound_subsampled", "likelihood_ratio_power", "rero_bound_edgeworth", "edgeworth_comparison", "rero_bound_glrt",
-           "minimal_noise_multiplier_subsampled"]
+           "rero_bound_subsampled", "likelihood_ratio_power", "rero_bound_edgeworth", "edgeworth_comparison",
+           "rero_bound_glrt", "minimal_noise_multiplier_subsampled"]
 
 
 def gaussian_tradeoff(alpha, *, mu):

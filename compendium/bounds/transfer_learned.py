@@ -49,8 +49,9 @@ from scipy import special, stats
 
 from compendium import validation
 
-__all__ = ["min_mse_logit", "analytic_tpr", "cumulative_roc", "log_likelihood_ratio", "neyman_pearson_roots", "neyman_pearson_roc",
-           "neyman_pearson_tpr", "theorem1_gap", "theorem1_residual", "identity13_residual", "baseline_tpr"]
+__all__ = ["min_mse_logit", "analytic_tpr", "cumulative_roc", "log_likelihood_ratio", "neyman_pearson_roots",
+           "neyman_pearson_roc", "neyman_pearson_tpr", "theorem1_gap", "theorem1_residual",
+           "identity13_residual", "baseline_tpr"]
 
 _SQRT2 = np.sqrt(2.0)
 

@@ -17,7 +17,8 @@ from scipy import special, stats
 from compendium import validation
 
 __all__ = [
-    "clip_factor", "expected_mse", "expected_mse_decomposition", "mse_lower_bound", "psnr_upper_bound", "psnr_jensen_gap", "expected_psnr_exact",
+    "clip_factor", "expected_mse", "expected_mse_decomposition", "mse_lower_bound", "psnr_upper_bound",
+    "psnr_jensen_gap", "expected_psnr_exact",
     "ncc_snr", "ncc_eq7", "ncc_bound_dim", "ncc_bound_free", "ncc_cdf_exact", "ncc_mean_exact",
     "mse_noncentrality", "mse_distribution", "rero_gamma_mse", "mse_threshold", "psnr_cdf_prop7", "rero_gamma_psnr",
     "worst_case_success", "table1_rows", "table1_row",
@@ -113,7 +114,8 @@ def psnr_jensen_gap(N):
 
 
 def expected_psnr_exact(data_range, N, C, sigma, T=1):
-    """*[ours]* Exact ``E[PSNR]`` of an unclipped sample with dynamic range ``R``: ``10 log10(R^2 T/(C^2 sigma^2)) + Delta_N``."""
+    """*[ours]* Exact ``E[PSNR]`` of an unclipped sample with dynamic range ``R``:
+    ``10 log10(R^2 T/(C^2 sigma^2)) + Delta_N``."""
     return psnr_upper_bound(C, sigma, T, np.asarray(data_range, float) ** 2) + psnr_jensen_gap(N)
 
 
@@ -145,7 +147,8 @@ def ncc_eq7(X, C, sigma, T=1):
 
 
 def ncc_bound_dim(N, sigma, T=1):
-    """Proposition 3, eq. (8): ``E[NCC] <= (1 + N sigma^2 / T)^(-1/2)`` (dimension-aware; attained by centred, clipped X)."""
+    """Proposition 3, eq. (8): ``E[NCC] <= (1 + N sigma^2 / T)^(-1/2)`` (dimension-aware; attained by centred, clipped
+    X)."""
     _check_sigma(sigma)
     _check_T(T)
     return 1.0 / np.sqrt(1.0 + np.asarray(N, float) * np.asarray(sigma, float) ** 2 / np.asarray(T, float))

@@ -37,9 +37,9 @@ SCALES = {
 @dataclass(frozen=True)
 class Settings(_Settings):
     """The calculator page's settings.  Only the section on subsampling depends on the scale: the sampling rates
-    ``curve_sample_rates`` and ``curve_points`` noise levels per rate in the figure of the bound against epsilon; the grid of noise multipliers,
-    sampling rates and step counts on which the authors' Edgeworth approximation is compared with the exact bound;
-    ``mc_draws`` simulated DP-SGD runs per hypothesis in the likelihood-ratio check."""
+    ``curve_sample_rates`` and ``curve_points`` noise levels per rate in the figure of the bound against epsilon; the
+    grid of noise multipliers, sampling rates and step counts on which the authors' Edgeworth approximation is compared
+    with the exact bound; ``mc_draws`` simulated DP-SGD runs per hypothesis in the likelihood-ratio check."""
 
     curve_sample_rates: tuple[float, ...]
     curve_points: int
@@ -178,7 +178,8 @@ def plot_subsampled_curves(curves: pd.DataFrame, *, steps: int, kappa: float):
     ax.axhline(kappa, color="grey", linestyle=":", label=f"prior alone (κ = {kappa:g})")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ticks = [t for t in (0.3, 0.5, 1, 2, 3, 5, 8) if curves["epsilon (RDP)"].min() <= t <= curves["epsilon (RDP)"].max()]
+    ticks = [t for t in (0.3, 0.5, 1, 2, 3, 5, 8)
+             if curves["epsilon (RDP)"].min() <= t <= curves["epsilon (RDP)"].max()]
     ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel(f"ε at δ = 1e-5 after T = {steps} steps (RDP accountant)")

@@ -6,9 +6,10 @@ Everything here follows the authors' code (``facebookresearch/hcrbounds``, ``cod
 * **Images.**  ImageNet validation images, preprocessed by TorchVision's evaluation transforms with every size scaled
   by 13/32 (:func:`imagenet_transform`): resize the shorter side to ``13 * 256 // 32 = 104`` (ResNet-18, bilinear) or
   ``13 * 232 // 32 = 94`` (Swin-T, bicubic), centre-crop ``13 * 224 // 32 = 91``, scale to [0, 1] and normalise
-  with :data:`IMAGENET_NORMALIZATION`; :func:`compendium.data.imagenet_val_images` reads them through it.  The input :math:`\\theta` of the HCR bound therefore lives in the normalised
-  3x91x91 space, :math:`p = 24{,}843` (fewer than the :math:`n` features, which is why the
-  paper downsamples; the bounds are on the 91x91 image, not on the original photograph).
+  with :data:`IMAGENET_NORMALIZATION`; :func:`compendium.data.imagenet_val_images` reads them through it.  The input
+  :math:`\\theta` of the HCR bound therefore lives in the normalised 3x91x91 space, :math:`p = 24{,}843` (fewer than the
+  :math:`n` features, which is why the paper downsamples; the bounds are on the 91x91 image, not on the original
+  photograph).
 * **Models.**  :func:`imagenet_split_model` returns a :class:`~compendium.models.classifiers.SplitClassifier` whose
   ``features`` start with ``nn.Upsample(size=[224, 224], mode='bilinear')`` (91 -> 224, a factor 32/13) and end
   *before* average pooling, flattened to ``(B, n)``:
@@ -18,10 +19,11 @@ Everything here follows the authors' code (``facebookresearch/hcrbounds``, ``cod
   - Swin-T: upsample -> ``features`` (``children[:-5]``) -> 7x7x768 channels-last, :math:`n = 37{,}632`;
     head: unflatten -> norm -> permute -> avgpool -> flatten -> head (TorchVision's ``SwinTransformer.forward``).
 
-  With ``bn_batch_stats=True`` (the default, as in the authors' code, which calls ``torch.func.replace_all_batch_norm_modules_``)
-  ``torch.func.replace_all_batch_norm_modules_`` removes the running statistics, so ResNet-18's BatchNorm layers
-  normalise with the statistics *of the batch* even in ``eval()``: the features of one image depend on the other
-  images of the batch (the paper's 16), and the joint Jacobian couples them.  Swin-T has no BatchNorm.
+  With ``bn_batch_stats=True`` (the default, as in the authors' code, which calls
+  ``torch.func.replace_all_batch_norm_modules_``) ``torch.func.replace_all_batch_norm_modules_`` removes the running
+  statistics, so ResNet-18's BatchNorm layers normalise with the statistics *of the batch* even in ``eval()``: the
+  features of one image depend on the other images of the batch (the paper's 16), and the joint Jacobian couples them.
+  Swin-T has no BatchNorm.
 
 Nothing downloads at import.  TorchVision is imported only when a model is built: without it
 :func:`imagenet_split_model` raises :class:`TorchvisionMissing`; pretrained weights that are neither in the cache
