@@ -1,4 +1,5 @@
 """Command line: ``python -m compendium build`` renders the book, ``python -m compendium run CHAPTER`` reruns a chapter,
+``python -m compendium student-edition OUT`` writes the chapters without their solutions (:mod:`compendium.student`),
 ``python -m compendium risk ...`` is the reconstruction-risk calculator (:mod:`compendium.risk`) and
 ``python -m compendium dithering --feature-noise S (--feature-gain G | --matrix A.npy) [--releases T]`` its row for
 inference-time dithering (the HCR chapter).  With ``--json`` both print one flat JSON object in which an infinite
@@ -88,6 +89,11 @@ def _parser() -> argparse.ArgumentParser:
                      help="path of the executed notebook (default: _build/executed/<notebook path>)")
     run.set_defaults(action=_run)
 
+    students = commands.add_parser("student-edition",
+                                   help="write the chapter notebooks without the exercises' solutions into a folder")
+    students.add_argument("out", type=Path, metavar="OUT", help="the folder to write the notebooks into")
+    students.set_defaults(action=_student_edition)
+
     risk = commands.add_parser(
         "risk", help="the reconstruction-risk calculator: every bound of the book for one DP-SGD configuration",
         description="What an adversary without data priors can reconstruct under DP-SGD with these settings: "
@@ -141,6 +147,13 @@ def _run(args: argparse.Namespace) -> None:
     path = book.execute_chapter(args.chapter, scale=args.scale, device=args.device, seed=args.seed, force=True,
                                 output=output)
     print(f"Executed notebook: {path}")
+
+
+def _student_edition(args: argparse.Namespace) -> None:
+    from compendium import student
+
+    for path in student.student_edition(args.out):
+        print(path)
 
 
 def _risk(args: argparse.Namespace) -> None:
