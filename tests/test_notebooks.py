@@ -143,3 +143,14 @@ def test_every_pasted_value_is_glued_and_takes_its_format(executed_notebooks: di
             elif notebook:
                 problems.append(f"{name}: {key} is pasted across documents without a format spec")
     assert not problems, "\n".join(problems)
+
+
+#: the longest code line that the book's column shows whole in a 1280 px window (the browser test measures it)
+CODE_WIDTH = 85
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.stem)
+def test_code_lines_fit_the_page(path: Path) -> None:
+    long = [(i, line) for i, cell in enumerate(nbformat.read(path, as_version=4).cells) if cell.cell_type == "code"
+            for line in cell.source.split("\n") if len(line) > CODE_WIDTH]
+    assert not long, f"{path.name}: code lines over {CODE_WIDTH} characters (cell, line): {long[:5]}"

@@ -210,7 +210,7 @@ return {
 };
 """
 
-# Everything a reader must see whole: the outputs of code cells (tables, printed lines) and the theorem boxes with
+# Everything a reader must see whole: the code cells, their outputs (tables, printed lines) and the theorem boxes with
 # their display equations. A block whose content is wider than its box is cut off or hidden behind a scroll bar
 # (inline math may overhang its line box by a subscript's width, which hides nothing).
 OVERFLOW = """
@@ -227,6 +227,7 @@ return [...boxes]
 
 @pytest.mark.parametrize("page", PAGES)
 def test_page_renders_in_chromium(browser, server: str, site: Path, page: str) -> None:
+    browser.set_window_size(1280, 900)
     browser.get(f"{server}/{page}.html")
     mathjax = browser.execute_async_script(WAIT_FOR_MATHJAX)
     state = browser.execute_script(INSPECT)
@@ -240,3 +241,41 @@ def test_page_renders_in_chromium(browser, server: str, site: Path, page: str) -
     assert not state["rawTex"], f"{page}: raw TeX delimiters {state['rawTex']} in the rendered text"
     overflowing = browser.execute_script(OVERFLOW)
     assert not overflowing, f"{page}: content wider than its box (cut off at 1280 px):\n" + "\n".join(overflowing[:10])
+
+
+# At phone width a wide table or display equation may scroll inside its own box; what fails is content that no box
+# scrolls (cut off at the column's edge) and a page that scrolls sideways as a whole.
+CLIPPED = """
+const article = document.querySelector("main") || document.body;
+const scrolls = (e) => {
+  for (let a = e; a && a !== article; a = a.parentElement) {
+    const o = getComputedStyle(a).overflowX;
+    if ((o === "auto" || o === "scroll") && a.scrollWidth > a.clientWidth) return true;
+  }
+  return false;
+};
+const boxes = article.querySelectorAll("p, li, pre, table, div.cell_output, div.cell_output *, div.proof, "
+  + "div.admonition, mjx-container[display='true'], img, figure");
+const root = document.documentElement;
+return {
+  pageWidth: root.scrollWidth, viewport: root.clientWidth,
+  clipped: [...boxes]
+    .filter((e) => e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 2 && !scrolls(e)
+                   && !getComputedStyle(e).display.startsWith("inline"))
+    .map((e) => `${e.tagName.toLowerCase()}: content ${e.scrollWidth} px in a ${e.clientWidth} px box: `
+                + `"${(e.textContent || "").trim().slice(0, 60)}"`),
+};
+"""
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_fits_a_phone(browser, server: str, page: str) -> None:
+    browser.set_window_size(400, 900)
+    try:
+        browser.get(f"{server}/{page}.html")
+        browser.execute_async_script(WAIT_FOR_MATHJAX)
+        state = browser.execute_script(CLIPPED)
+    finally:
+        browser.set_window_size(1280, 900)
+    assert state["pageWidth"] <= state["viewport"] + 2, f"{page}: the page scrolls sideways at 400 px: {state}"
+    assert not state["clipped"], f"{page}: content cut off at 400 px:\n" + "\n".join(state["clipped"][:10])

@@ -120,8 +120,10 @@ def invert_by_optimisation(feature_map: FeatureMap, observed: torch.Tensor, x_in
     observed : revealed features ``X``, shape ``(B, *feature_shape)``.
     x_init : start and prior mean, shape ``(B, *input_shape)`` or ``(1, *input_shape)`` (shared, e.g. the training
         mean image).
-    steps : number of Adam steps (>= 1).  lr : Adam's learning rate (> 0), the largest step per pixel and step.
-    prior_weight : ``lambda >= 0``.  bounds : ``None`` or ``(lo, hi)`` with ``lo < hi``.
+    steps : number of Adam steps (at least 1).
+    lr : Adam's learning rate (positive), the largest step per pixel and step.
+    prior_weight : ``lambda >= 0``.
+    bounds : ``None`` or ``(lo, hi)`` with ``lo < hi``.
     schedule : ``"cosine"`` (the default: the learning rate decays from ``lr`` to 0 over ``steps``, which lets Adam
         settle on the minimiser instead of oscillating at a distance ~``lr``) or ``"constant"``.
 
@@ -205,7 +207,8 @@ def linearised_estimator(feature_map: FeatureMap, observed: torch.Tensor, x0: to
     observed : ``X``, shape ``(B, *feature_shape)``.
     x0 : linearisation point, shape ``(B, *input_shape)`` or ``(1, *input_shape)`` (shared: the Jacobian and its
         pseudo-inverse are then computed once for the first step, which makes large Monte-Carlo batches cheap).
-    rcond : ``None`` or a relative cut-off in ``[0, 1)``.  iterations : Gauss-Newton steps (>= 1).
+    rcond : ``None`` or a relative cut-off in ``[0, 1)``.
+    iterations : Gauss-Newton steps (at least 1).
     chunk_size : examples whose Jacobians are held at once (memory ``chunk_size * n * p`` values).
 
     Returns the estimates, shape ``(B, *input_shape)``, detached, in ``x0``'s dtype.

@@ -561,7 +561,8 @@ def hcr_bound(feature_map, x, sigma, num_restarts: int = 25, num_power_iteration
         ``model.features``.  ``x`` is ``(B, *shape)`` with at least two spatial axes per example (``(B, H, W)`` or
         ``(B, C, H, W)``).
     sigma : standard deviation of the dithering noise (the code's ``kappa * RMS(features)``, :func:`noise_sigma`).
-    num_restarts : ``R`` (the paper: 25).  num_power_iterations : ``i`` (the paper: 10, or 6 / 4 for CIFAR-10).
+    num_restarts : ``R`` (the paper: 25).
+    num_power_iterations : ``i`` (the paper: 10, or 6 / 4 for CIFAR-10).
     diffdiv : ``1/s`` (the paper: 200, 500 or 1000).
     generator : ``torch.Generator`` for the noise draws (on ``x``'s device or the CPU), drawn as one ``(R, B, n)``
         block for all ``B`` examples before any chunk runs, so each example's start does not depend on

@@ -153,11 +153,11 @@ def log_likelihood_ratio(phi, *, mu0, sigma0, mu1, sigma1):
 
 def neyman_pearson_roots(llr_threshold, *, mu0, sigma0, mu1, sigma1):
     """Eq. (12): the vertex ``r0`` of the log-likelihood ratio (11) and the half-width ``delta(C~)`` of the set where
-    (11) equals ``C~``, for ``sigma0 != sigma1``:
+    (11) equals ``C~``, for ``sigma0 != sigma1``::
 
-        ``r0 = (mu1 sigma0^2 - mu0 sigma1^2) / (sigma0^2 - sigma1^2)``,
-        ``delta = sigma0 sigma1 sqrt((mu0 - mu1)^2 + 2 (C~ + log(sigma0 / sigma1)) (sigma0^2 - sigma1^2))
-                  / |sigma0^2 - sigma1^2|``.
+        r0 = (mu1 sigma0^2 - mu0 sigma1^2) / (sigma0^2 - sigma1^2),
+        delta = sigma0 sigma1 sqrt((mu0 - mu1)^2 + 2 (C~ + log(sigma0 / sigma1)) (sigma0^2 - sigma1^2))
+                / |sigma0^2 - sigma1^2|.
 
     Returns ``(r0, delta)``; ``delta`` is ``nan`` where (11) never reaches ``C~``, i.e. below
     ``C~_min = log(sigma1/sigma0) - (mu0 - mu1)^2 / (2 (sigma0^2 - sigma1^2))`` when ``sigma0 > sigma1`` (the paper's
@@ -288,11 +288,11 @@ def _erfinv_1m2(p, q):
 
 
 def identity13_residual(delta, *, delta_mu, sigma0, sigma1):
-    """Identity (13) of the proof of Theorem 1, right-hand side minus left-hand side (``0``):
+    """Identity (13) of the proof of Theorem 1, right-hand side minus left-hand side (``0``)::
 
-        ``sqrt(2) dmu + 2 sigma1 erf^{-1}(erf(sigma1 dmu/(sqrt(2) dvar) + delta/(sqrt(2) sigma1))
-                                          - erf(sigma1 dmu/(sqrt(2) dvar) - delta/(sqrt(2) sigma1)) - 1)
-                      - 2 sigma0 erf^{-1}(same with sigma0)``,
+        sqrt(2) dmu + 2 sigma1 erf^{-1}(erf(sigma1 dmu/(sqrt(2) dvar) + delta/(sqrt(2) sigma1))
+                                        - erf(sigma1 dmu/(sqrt(2) dvar) - delta/(sqrt(2) sigma1)) - 1)
+                    - 2 sigma0 erf^{-1}(same with sigma0),
 
     ``dmu = mu0 - mu1``, ``dvar = sigma0^2 - sigma1^2 > 0`` (the paper's case ``sigma0 > sigma1``; (13) divides by
     ``dvar``), ``delta > 0`` the half-width of Eq. (12).  The paper reports checking (13) numerically for
