@@ -11,6 +11,7 @@ import scipy.integrate
 import scipy.sparse.linalg
 import torch
 
+from compendium import jacobians
 from compendium.bounds import hcr
 
 
@@ -473,7 +474,7 @@ def test_code_tolerance_is_the_minimum_over_the_examples_of_a_solve():
 def test_feature_jacobians_of_a_linear_map_are_its_matrix():
     A = torch.randn(5, 12, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     x = torch.randn(3, 1, 3, 4, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
-    J = hcr.feature_jacobians(lambda t: t.flatten(1) @ A.T, x)
+    J = jacobians.feature_jacobians(lambda t: t.flatten(1) @ A.T, x)
     assert J.shape == (3, 5, 12)
     torch.testing.assert_close(J, A.expand(3, 5, 12), rtol=0, atol=0)
 

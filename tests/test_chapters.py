@@ -208,29 +208,6 @@ def test_registry_follows_the_table_of_contents_and_every_chapter_module_is_in_i
     assert yaml.safe_load(toc)["format"] == "jb-book"
 
 
-def test_no_module_below_the_chapters_imports_them():
-    """Imports point one way: notebooks -> chapters -> attacks/bounds -> metrics/dp/data/models/train -> base. Only the
-    build pipeline, the student edition and the command line (which run or copy the chapters) may import
-    compendium.chapters."""
-    import ast
-
-    package = base.repository_root() / "compendium"
-    offenders = []
-    for path in package.rglob("*.py"):
-        relative = path.relative_to(package).as_posix()
-        if relative.startswith("chapters/") or relative in ("book.py", "cli.py", "student.py"):
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-            if any(n.startswith("compendium.chapters") or n == "chapters" for n in names):
-                offenders.append(relative)
-            if isinstance(node, ast.ImportFrom) and node.module == "compendium" and \
-                    any(a.name == "chapters" for a in node.names):
-                offenders.append(relative)
-    assert not offenders, f"modules below the chapters import them: {sorted(set(offenders))}"
-
-
 def test_unknown_chapter_module_gives_a_clear_error(monkeypatch, tmp_path):
     (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n  - file: notebooks/nope\n")
     monkeypatch.setattr("compendium.chapters.base.repository_root", lambda: tmp_path)

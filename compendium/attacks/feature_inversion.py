@@ -43,7 +43,7 @@ from tqdm import tqdm
 
 from compendium import validation
 from compendium.base import resolve_device
-from compendium.bounds.hcr import feature_jacobians
+from compendium.jacobians import feature_jacobians
 from compendium.train import fit
 
 __all__ = ["InversionResult", "invert_by_optimisation", "linearised_estimator", "train_decoder", "decode"]

@@ -30,6 +30,7 @@ import scipy.sparse.linalg as spla
 import torch
 
 from compendium import validation
+from compendium.jacobians import feature_jacobians
 
 __all__ = [
     "gaussian_chi2", "hcr_variance_bound", "hcr_sd_bound", "hcr_mse_bound", "hcr_sd_along",
@@ -181,17 +182,6 @@ def cramer_rao_bound(J, sigma, directions=None, rcond: float = 1e-12):
     out = s**2 * np.sum((coef[:, :r] / sv[:r]) ** 2, axis=1)
     null = np.linalg.norm(coef[:, r:], axis=1) > 1e-9 * np.maximum(np.linalg.norm(D, axis=1), 1e-300)
     return np.where(null, np.inf, out)
-
-
-def feature_jacobians(feature_map, points: torch.Tensor) -> torch.Tensor:
-    """Per-example Jacobians ``(b, n, p)`` of the flattened feature map at each row of ``points`` (shape
-    ``(b, *input_shape)``), through ``torch.func.vmap(torch.func.jacrev)``: the ``J`` of eqs. (13)-(18)."""
-
-    def single(t: torch.Tensor) -> torch.Tensor:
-        return feature_map(t.unsqueeze(0)).reshape(-1)
-
-    jac = torch.func.vmap(torch.func.jacrev(single))(points)
-    return jac.reshape(points.shape[0], -1, points[0].numel())
 
 
 def linear_piece_extent(layers: torch.nn.Sequential, x: torch.Tensor, direction: torch.Tensor) -> float:

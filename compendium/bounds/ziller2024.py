@@ -243,15 +243,14 @@ def psnr_cdf_prop7(eta, N, C, sigma, data_range=1.0, T=1):
 def rero_gamma_psnr(eta, *, N, C, sigma, data_range=1.0, T=1):
     """*[ours]* Success-probability form of Proposition 7: ``P(PSNR >= eta) <= P(N/2, N eta_hat T / (2 C^2 sigma^2))``.
 
-    The law is that of From Mean to Extreme's Theorem 2 with the clipping bound ``C`` in place of the data norm, so
-    the book has one definition, :func:`compendium.bounds.mean_to_extreme.psnr_success_probability` (the lower
-    regularised gamma function itself, accurate far into its tail, where ``1 - cdf`` would round to 0).
+    ``PSNR >= eta`` iff ``MSE <= eta_hat = R^2 10^(-eta/10)``, so this is Proposition 6 (:func:`rero_gamma_mse`) at
+    ``eta_hat``: the regularised lower gamma function itself, accurate far into its tail, where ``1 - cdf`` would
+    round to 0.  It is From Mean to Extreme's Theorem 2 with the clipping bound ``C`` in place of the data norm.
     """
     _check_C(C)
-    # imported here: mean_to_extreme imports this module
-    from compendium.bounds.mean_to_extreme import psnr_success_probability
-
-    return psnr_success_probability(eta, N, sigma, C, data_range, T)
+    validation.positive("data_range", data_range, what="PSNR data range R")
+    eta_hat = np.asarray(data_range, float) ** 2 * 10.0 ** (-np.asarray(eta, float) / 10.0)
+    return rero_gamma_mse(eta_hat, N=N, C=C, sigma=sigma, T=T)
 
 
 def worst_case_success(sigma, kappa, T=1):

@@ -17,9 +17,11 @@ Scales:
 """
 from __future__ import annotations
 
+import ast
 import functools
 import importlib
 from dataclasses import dataclass, fields, replace
+from pathlib import Path
 from types import ModuleType
 
 import yaml
@@ -42,12 +44,24 @@ def check_scale(scale: str) -> str:
 # ---------------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Chapter:
-    """A chapter of the book: its key (used on the command line), notebook, title and settings module."""
+    """A chapter of the book: its key (used on the command line), notebook and title; :attr:`module` is its settings
+    module, imported when it is first asked for (reading the registry imports no chapter)."""
 
     key: str
     notebook: str  # path relative to the repository root
     title: str
-    module: ModuleType
+
+    @property
+    def module(self) -> ModuleType:
+        return importlib.import_module(f"compendium.chapters.{self.key}")
+
+
+def _title(source: Path) -> str:
+    """The ``TITLE = "..."`` assignment of a chapter module, read from its source without importing it."""
+    for node in ast.parse(source.read_text()).body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["TITLE"]:
+            return ast.literal_eval(node.value)
+    raise RuntimeError(f"{source} defines no TITLE = \"...\"; every chapter module needs one")
 
 
 def _toc_notebooks(node) -> list[str]:
@@ -73,12 +87,11 @@ def registry() -> dict[str, Chapter]:
     out = {}
     for file in _toc_notebooks(toc):
         key = file.removeprefix("notebooks/").removesuffix(".ipynb")
-        try:
-            module = importlib.import_module(f"compendium.chapters.{key}")
-        except ModuleNotFoundError as err:
+        source = Path(__file__).with_name(f"{key}.py")
+        if not source.exists():
             raise RuntimeError(f"_toc.yml lists {file}, but compendium/chapters/{key}.py does not exist; every "
-                               "chapter needs its settings module") from err
-        out[key] = Chapter(key, f"notebooks/{key}.ipynb", module.TITLE, module)
+                               "chapter needs its settings module")
+        out[key] = Chapter(key, f"notebooks/{key}.ipynb", _title(source))
     return out
 
 

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import textwrap
+
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
 from scipy import stats
 
-from compendium import checks, dp, metrics, validation
+from compendium import checks, data, dp, metrics, plotting, validation
+from compendium.attacks import linear_layer
 from compendium.bounds import ziller2024 as zb
 from compendium.chapters.base import Settings as _Settings
 from compendium.chapters.base import check_image_source, resolve
@@ -88,20 +92,10 @@ def settings(scale: str = "book", device: str = "auto", seed: int = 0, **overrid
     return resolve(Settings, SCALES, scale, device, seed, overrides)
 
 
-# The attack (opacus) and the plotting (seaborn) take seconds to import, and the chapter registry imports every
-# chapter module to read its settings: the pipelines that need them import them when they run.
-def _attack():
-    from compendium.attacks import linear_layer
-
-    return linear_layer
-
-
 def describe_images(cfg: Settings, device, images: torch.Tensor, lpips_ok: bool, lpips_reason: str) -> str:
     """Lines of at most 88 characters for the set-up cell: the scale, the device, the seed, the images (count, size,
     dimension N and their L2 norms, which decide where clipping starts in Figure 1) and whether LPIPS (Figure 4) is
     computed."""
-    import textwrap
-
     norms = images.flatten(1).norm(dim=1).cpu().numpy()
     return (f"scale={cfg.scale}, device={device}, seed={cfg.seed}: {cfg.n_images} images of "
             f"3x{cfg.resolution}x{cfg.resolution} (N = {images[0].numel()}),\n  norms min/median/max = "
@@ -119,14 +113,14 @@ def ncc_cases(rng: np.random.Generator, *, n_mc: int, seed: int, sizes=(10, 50))
     with the signal-to-noise ratio ``a`` (:func:`~compendium.bounds.ziller2024.ncc_snr`), the Monte-Carlo mean and its
     standard error, our exact mean, the paper's eq. (7) and bound (8); ``draws[(N, kind)]`` are the NCC values.
     """
-    attack = _attack()
     rows, draws = [], {}
     for n in sizes:
         sample = rng.random(n)
         for kind, x in (("centred", sample - sample.mean()), ("non-centred", sample)):
             C, s = 0.5 * np.linalg.norm(x), 1.0  # clipped: beta = 1/2
             xt = torch.tensor(x)[None]
-            rel = attack.sample_release(xt, C, s, n_draws=n_mc, generator=torch.Generator().manual_seed(seed))[:, 0]
+            rel = linear_layer.sample_release(xt, C, s, n_draws=n_mc,
+                                              generator=torch.Generator().manual_seed(seed))[:, 0]
             ncc_draws = metrics.ncc(xt.expand_as(rel), rel).numpy()
             a = zb.ncc_snr(x, C, s)
             mean, se = checks.mean_se(ncc_draws)
@@ -147,14 +141,14 @@ def rero_cases(rng: np.random.Generator, *, n_mc: int, seed: int, n: int = 48, s
     Propositions 6 and 7, and the non-centrality ``lambda`` of Proposition 5 (eq. 11).  Returns ``(table, mse,
     laws)``: ``mse[case]`` the Monte-Carlo MSEs and ``laws[case]`` the law of Proposition 5 they should follow.
     """
-    attack = _attack()
     x = rng.random(n)
     r = x.max() - x.min()
     norm = np.linalg.norm(x)
     rows, mse_draws, laws = [], {}, {}
     for label, C in (("unclipped", 2 * norm), ("clipped, β = 0.9", 0.9 * norm), ("clipped, β = 0.5", 0.5 * norm)):
         xt = torch.tensor(x)[None]
-        rel = attack.sample_release(xt, C, sigma, n_draws=n_mc, generator=torch.Generator().manual_seed(seed))[:, 0]
+        rel = linear_layer.sample_release(xt, C, sigma, n_draws=n_mc,
+                                          generator=torch.Generator().manual_seed(seed))[:, 0]
         m = metrics.mse(xt.expand_as(rel), rel).numpy()
         ps = metrics.psnr(xt.expand_as(rel), rel).numpy()
         mse_draws[label], laws[label] = m, zb.mse_distribution(x, C=C, sigma=sigma)
@@ -178,14 +172,13 @@ def figure2(*, n_mc: int, seed: int, n: int = 50) -> dict:
     values from one generator seeded with ``seed``), ``cdf`` (the closed form), ``bound`` (the bound on the
     expectation: eq. 5, eq. 6 or eq. 8), and the ``grid`` and ``xlabel`` of the plot (:func:`plot_figure2`).
     """
-    attack = _attack()
     C, s = 1.0, 1.0
     x_unclipped = torch.zeros(1, n, dtype=torch.float64)
     x_unclipped[0, 0] = 1.0  # ||X|| = 1 = C: not clipped, range R = 1
     x_centred = torch.tensor(np.r_[np.ones(n // 2), -np.ones(n // 2)] * 2 / np.sqrt(n))[None]  # ||X|| = 2: beta = 1/2
     g = torch.Generator().manual_seed(seed)
-    rel_u = attack.sample_release(x_unclipped, C, s, n_draws=n_mc, generator=g)[:, 0]
-    rel_c = attack.sample_release(x_centred, C, s, n_draws=n_mc, generator=g)[:, 0]
+    rel_u = linear_layer.sample_release(x_unclipped, C, s, n_draws=n_mc, generator=g)[:, 0]
+    rel_c = linear_layer.sample_release(x_centred, C, s, n_draws=n_mc, generator=g)[:, 0]
     a = zb.ncc_snr(x_centred.numpy().ravel(), C, s)
     return {
         "MSE": dict(draws=metrics.mse(x_unclipped.expand_as(rel_u), rel_u).numpy(),
@@ -203,10 +196,6 @@ def figure2(*, n_mc: int, seed: int, n: int = 50) -> dict:
 def plot_figure2(panels: dict, n_shown: int = 4000):
     """Figure 2's three panels from :func:`figure2`: closed-form CDF, the empirical CDF of the first ``n_shown``
     Monte-Carlo draws, and the bound on the expectation (dashed)."""
-    import matplotlib.pyplot as plt
-
-    from compendium import plotting
-
     fig, axes = plt.subplots(1, 3, figsize=(plotting.WIDTH, 3.3), sharey=True, layout="constrained")
     for ax, (m, p) in zip(axes, panels.items()):
         ax.plot(p["grid"], p["cdf"](p["grid"]), color=plotting.EXACT, lw=1.5, label="closed form")
@@ -225,7 +214,7 @@ def figure1_grid(images: torch.Tensor, clip_norms, sigmas, *, lpips: bool, gener
     NCC, NMI, SSIM, and LPIPS with the AlexNet backbone when ``lpips``).  One row per reconstruction, with ``C``,
     ``sigma`` and the image's index."""
     records = []
-    for C, s, rec in _attack().reconstruct_grid(images, clip_norms, sigmas, generator=generator):
+    for C, s, rec in linear_layer.reconstruct_grid(images, clip_norms, sigmas, generator=generator):
         frame = pd.DataFrame(metrics.score(images, rec, lpips_net="alex" if lpips else None))
         frame["C"], frame["sigma"], frame["image"] = C, s, np.arange(len(frame))
         records.append(frame)
@@ -301,13 +290,12 @@ def figure3_grid(images: dict, clip_norms, sigmas, draws: int, *, shown, generat
     every ``(C, sigma)``, scored by MSE, PSNR and NCC.  Returns ``(table, examples)``: one row per reconstruction
     with its ``resolution``, ``C`` and ``sigma``, and the first reconstruction of each cell whose ``sigma`` is in
     ``shown`` (Figures 5-8), keyed ``(resolution, C, sigma)``."""
-    attack = _attack()
     records, examples = [], {}
     for r, x in images.items():
         batch = x.expand(draws, -1, -1, -1).contiguous()
         for C in clip_norms:
             for s in sigmas:
-                rec = attack.reconstruct(batch, C, s, generator=generator)
+                rec = linear_layer.reconstruct(batch, C, s, generator=generator)
                 if s in shown:
                     examples[(r, C, s)] = rec[0].cpu()
                 frame = pd.DataFrame({name: metrics.ALL[name](batch, rec).cpu().numpy()
@@ -417,8 +405,6 @@ def figure1_curves(summary: pd.DataFrame, sig_fine, n_dim: int, mean_sq_range: f
     """The theory lines of Figure 1 for :func:`plot_metric_grid`, per ``C`` of ``summary``
     (:func:`figure1_summary`): bound (5) and the per-image mean of Proposition 1 for the MSE; bound (6) with the
     data's mean squared range for the PSNR; bounds (9) and (8) and the per-image mean of eq. (7) for the NCC."""
-    from compendium import plotting
-
     curves = {}
     for C, cell in summary.groupby("C"):
         curves[("MSE", C)] = [(sig_fine, C**2 * sig_fine**2, "bound (5)", plotting.BOUND, STYLE["bound (5)"]),
@@ -438,8 +424,6 @@ def figure3_curves(images: dict, clip_norms, sig_fine) -> dict:
     """The theory lines of Figure 3 for :func:`plot_metric_grid`, per ``C``: bound (5) (the same at every
     resolution), and per resolution (coloured as its points, :func:`hue_colours`) bound (6) with the image's range,
     eq. (7) and bound (8)."""
-    from compendium import plotting
-
     colours = plotting.hue_colours(sorted(images))
     curves = {}
     for C in clip_norms:
@@ -458,8 +442,6 @@ def figure3_curves(images: dict, clip_norms, sig_fine) -> dict:
 
 def plot_examples(images: torch.Tensor, norms, title: str, per_row: int = 4):
     """The first images of the data set, ``per_row`` to a row, each titled with its norm."""
-    from compendium import plotting
-
     k = len(images) // per_row * per_row
     grid = images[:k].reshape(k // per_row, per_row, *images.shape[1:]).cpu()
     fig = plotting.image_grid(grid, [""] * (k // per_row), [""] * per_row, title=title,
@@ -479,8 +461,6 @@ def figure3_ncc_table(large: pd.DataFrame) -> pd.DataFrame:
 
 def photo_pixel_sd(name: str, resolutions) -> dict:
     """The per-pixel standard deviation of a bundled photograph (:func:`compendium.data.photo`) at each resolution."""
-    from compendium import data
-
     return {r: float(data.photo(name, r).double().std(unbiased=False)) for r in resolutions}
 
 
