@@ -294,7 +294,7 @@ def plot_figure2(fig2: pd.DataFrame, regimes: dict, u_norms: np.ndarray):
                     ax.set_title(metric + (" [dB, R = 1]" if metric == "PSNR" else ""))
         handles = [*zip(*axes[0, 0].get_legend_handles_labels()), *zip(*axes[0, 2].get_legend_handles_labels())]
         fig.legend([h for h, _ in handles], [label for _, label in handles], loc="outside lower center", ncol=2)
-        fig.suptitle("Figure 2 counterpart: 100 samples of U(0,1)^4,\nM = 100, one opacus step each")
+        fig.suptitle("Figure 2 counterpart: 100 samples of $\\mathcal{U}(0,1)^4$,\n$M = 100$, one opacus step each")
     return fig
 
 
