@@ -105,23 +105,23 @@ def assess(query: RiskQuery) -> dict:
 
     # Expected-value bounds.
     if m is None:
-        out["expected_mse_lower_bound"] = float(zb.mse_lower_bound(C, sigma, T))
+        out["expected_mse_lower_bound"] = float(zb.mse_lower_bound(C, sigma=sigma, T=T))
         out["expected_mse_lower_bound_source"] = f"{ZILLER}, Prop. 1 eq. (5) with Prop. 4 (sigma^2 -> sigma^2/T)"
-        out["psnr_upper_bound_db"] = float(zb.psnr_upper_bound(C, sigma, T, q.data_range**2))
+        out["psnr_upper_bound_db"] = float(zb.psnr_upper_bound(C, sigma=sigma, T=T, mean_sq_range=q.data_range**2))
         out["psnr_upper_bound_db_source"] = f"{ZILLER}, Prop. 2 eq. (6), data range R"
         out["psnr_upper_bound_corrected_db"] = out["psnr_upper_bound_db"] + float(zb.psnr_jensen_gap(N))
         out["psnr_upper_bound_corrected_db_source"] = f"{ZILLER}, eq. (6) + Jensen gap Delta_N (the book's correction)"
     else:
         out["expected_mse_lower_bound"] = float(mte.expected_mse(sigma=sigma, norm=m, T=T))
         out["expected_mse_lower_bound_source"] = f"{MTE}, Prop. 2 eq. (21) at the smallest norm, with Prop. 7"
-        out["psnr_upper_bound_db"] = float(mte.psnr_mean(N, sigma, m, q.data_range, T))
+        out["psnr_upper_bound_db"] = float(mte.psnr_mean(N, sigma=sigma, norm=m, data_range=q.data_range, T=T))
         out["psnr_upper_bound_db_source"] = f"{MTE}, exact mean of the PSNR law (Prop. 4) at the smallest norm"
-    out["ncc_upper_bound"] = float(zb.ncc_bound_dim(N, sigma, T))
+    out["ncc_upper_bound"] = float(zb.ncc_bound_dim(N, sigma=sigma, T=T))
     out["ncc_upper_bound_source"] = f"{ZILLER}, Prop. 3 eq. (8); {MTE}, Prop. 6 eq. (28)"
-    out["ncc_upper_bound_dimension_free"] = float(zb.ncc_bound_free(sigma, T))
+    out["ncc_upper_bound_dimension_free"] = float(zb.ncc_bound_free(sigma, T=T))
     out["ncc_upper_bound_dimension_free_source"] = f"{ZILLER}, Prop. 3 eq. (9)"
     if N >= 3:
-        out["ncc_exact_maximum_mean"] = float(zb.ncc_mean_exact(N, np.sqrt(T) / sigma))
+        out["ncc_exact_maximum_mean"] = float(zb.ncc_mean_exact(N, a=np.sqrt(T) / sigma))
         out["ncc_exact_maximum_mean_source"] = f"{ZILLER}, exact non-central-t law (the book's correction of (7)-(8))"
 
     # Probabilities of a successful reconstruction.
@@ -149,7 +149,7 @@ def _prior_aware_rows(q: RiskQuery) -> dict:
     """The prior-aware worst case (ReRo, Hayes et al. 2023): full batch, exact under Poisson subsampling, the
     Edgeworth approximation of From Mean to Extreme's code, the GLRT adversary, and the inverse."""
     sigma, T, kappa = q.noise_multiplier, q.steps, q.kappa
-    out = {"worst_case_success": float(zb.worst_case_success(sigma, kappa, T)),
+    out = {"worst_case_success": float(zb.worst_case_success(sigma, kappa=kappa, T=T)),
            "worst_case_success_source": (f"{ZILLER}, Table 1 (ReRo bound of mu-GDP, mu = sqrt(T)/sigma: full-batch "
                                          "training; for q < 1 see worst_case_success_subsampled)")}
     if q.sample_rate < 1:
@@ -198,7 +198,7 @@ def minimal_noise_multiplier(target_probability: float, eta_mse: float, dim: int
     validation.probability("target_probability", target_probability)
     validation.positive("eta_mse", eta_mse)
     scale = clip if min_norm is None else min_norm
-    return float(mte.minimal_noise_multiplier(target_probability, eta_mse, dim, scale, steps))
+    return float(mte.minimal_noise_multiplier(target_probability, eta=eta_mse, N=dim, norm=scale, T=steps))
 
 
 @dataclass(frozen=True, eq=False)

@@ -198,7 +198,7 @@ def test_rows_noise_free_recovers_input_for_one_row_and_optimal_rows(images, C_f
     from compendium.bounds import mean_to_extreme as mte
 
     C = C_factor * _norms(images).max().item()
-    m_star = mte.optimal_rows(C / abs(loss_scale), _norms(images).min().item())
+    m_star = mte.optimal_rows(C / abs(loss_scale), min_norm=_norms(images).min().item())
     for M in (1, m_star):
         rec = ll.reconstruct_rows(images, C, 0.0, M, loss_scale=loss_scale)
         assert rec.shape == images.shape and rec.dtype == images.dtype
@@ -224,7 +224,7 @@ def rows_releases(image16):
     X, sigma, n = image16, 0.5, 300
     norm = _norms(X).item()
     C = 5 * norm
-    assert (mte.optimal_rows(C, norm), mte.optimal_rows_as_printed(C, norm)) == (25, 5)
+    assert (mte.optimal_rows(C, min_norm=norm), mte.optimal_rows_as_printed(C, min_norm=norm)) == (25, 5)
     batch = X.expand(n, -1, -1, -1).contiguous()
     recs = {M: ll.reconstruct_rows(batch, C, sigma, M, generator=torch.Generator().manual_seed(10 + M))
             for M in (1, 5, 25)}
@@ -238,7 +238,7 @@ def test_rows_opacus_reconstructions_follow_the_closed_form_law(rows_releases, M
     from compendium.bounds import mean_to_extreme as mte
 
     X, sigma, C, norm, recs = rows_releases
-    var = mte.reconstruction_variance(sigma, norm, C, M)
+    var = mte.reconstruction_variance(sigma, norm=norm, C=C, M=M)
     assert var == pytest.approx(sigma**2 * max(norm**2, C**2 / M), rel=1e-12)
     resid = ((recs[M] - X) / np.sqrt(var)).double().flatten(1)  # (300, N)
     assert stats.kstest(resid.flatten().numpy(), "norm").pvalue > 1e-3

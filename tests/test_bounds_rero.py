@@ -16,7 +16,7 @@ KAPPAS = np.array([1e-3, 0.01, 0.1, 0.5, 0.9])
 @pytest.mark.parametrize("sigma, steps", [(1.0, 1), (2.0, 10), (0.7, 3)])
 def test_full_batch_equals_the_gdp_closed_form(sigma, steps):
     estimate, certified = rero.rero_bound_subsampled(KAPPAS, noise_multiplier=sigma, sample_rate=1.0, steps=steps)
-    closed = zb.worst_case_success(sigma, KAPPAS, steps)
+    closed = zb.worst_case_success(sigma, kappa=KAPPAS, T=steps)
     assert np.max(np.abs(estimate - closed)) < 1e-6
     assert np.all(certified >= closed - 1e-12) and np.max(certified - closed) < 1e-3
 
@@ -25,7 +25,7 @@ def test_subsampling_never_raises_the_bound_and_it_is_monotone():
     base = dict(noise_multiplier=1.0, sample_rate=0.05, steps=50)
     estimate, certified = rero.rero_bound_subsampled(KAPPAS, **base)
     assert np.all(estimate <= certified + 1e-12)
-    assert np.all(certified <= zb.worst_case_success(1.0, KAPPAS, 50) + 1e-9)
+    assert np.all(certified <= zb.worst_case_success(1.0, kappa=KAPPAS, T=50) + 1e-9)
     assert np.all(estimate >= KAPPAS - 1e-9)  # never below the prior's own success
     for name, values in (("noise_multiplier", (0.6, 1.0, 2.0)), ("steps", (10, 50, 200)),
                          ("sample_rate", (0.01, 0.05, 0.3))):

@@ -40,17 +40,17 @@ def test_table1_has_17_rows_matching_a_second_transcription():
 @pytest.mark.parametrize("row", z.table1_rows, ids=[f"{i:02d}-{r[0]}" for i, r in enumerate(z.table1_rows)])
 def test_table1_row_reproduces_printed_strings(row):
     _, sigma, C, N, T, kappa, worst, mse, psnr, ncc = row
-    got = z.table1_row(sigma, C, N, T, kappa)
+    got = z.table1_row(sigma, C=C, N=N, T=T, kappa=kappa)
     assert (got["worst"], got["mse"], got["psnr"], got["ncc"]) == (worst, mse, psnr, ncc)
     # the unformatted MSE column is C^2 sigma^2 / T
     assert float(got["mse"]) == pytest.approx(C**2 * sigma**2 / T, rel=0.05)
     # exact columns [ours]: the exact NCC maximum is never below bound (8), the exact PSNR is the bound + Delta_N
-    assert got["ncc_exact"] >= z.ncc_bound_dim(N, sigma, T) - 1e-6
-    assert got["psnr_exact"] == pytest.approx(z.psnr_upper_bound(C, sigma, T) + z.psnr_jensen_gap(N), abs=1e-12)
+    assert got["ncc_exact"] >= z.ncc_bound_dim(N, sigma=sigma, T=T) - 1e-6
+    assert got["psnr_exact"] == pytest.approx(z.psnr_upper_bound(C, sigma=sigma, T=T) + z.psnr_jensen_gap(N), abs=1e-12)
 
 
 def test_table1_exact_columns_n10():
-    got = z.table1_row(1.0, 1.0, 10, 1, 0.1)
+    got = z.table1_row(1.0, C=1.0, N=10, T=1, kappa=0.1)
     assert got["ncc_exact"] == pytest.approx(0.310288, abs=2e-5)  # the paper prints 30.2 %, exact is 31.0 %
     assert got["psnr_exact"] == pytest.approx(0.448714, abs=1e-5)
 
@@ -75,14 +75,14 @@ def test_psnr_jensen_gap_is_about_4343_over_N():
                                             (50, 1.0, 0.14076), (50, 2.0, 0.27371), (50, 5.0, 0.58123),
                                             (50, 20.0, 0.94474)])
 def test_ncc_mean_exact_reference(N, a, expected):
-    assert z.ncc_mean_exact(N, a) == pytest.approx(expected, abs=2e-5)
+    assert z.ncc_mean_exact(N, a=a) == pytest.approx(expected, abs=2e-5)
 
 
 def test_ncc_mean_exact_vectorised_matches_scalar():
     a = [0.5, 1.0, 2.0, 5.0, 20.0]
-    vec = z.ncc_mean_exact(50, a)
+    vec = z.ncc_mean_exact(50, a=a)
     assert vec.shape == (5,)
-    assert np.allclose(vec, [z.ncc_mean_exact(50, v) for v in a], atol=1e-14)
+    assert np.allclose(vec, [z.ncc_mean_exact(50, a=v) for v in a], atol=1e-14)
     assert np.allclose(vec, [0.07089, 0.14076, 0.27371, 0.58123, 0.94474], atol=2e-5)
     assert np.all(np.diff(vec) > 0)  # increasing in a
 
@@ -95,7 +95,7 @@ def test_figure2_mse_cdf_reference():
 
 def test_figure2_psnr_cdf_reference():
     eta = np.array([-2.0, -1.0, 0.0, 1.0, 2.0])
-    got = z.psnr_cdf_prop7(eta, 50, 1.0, 1.0, data_range=1.0)
+    got = z.psnr_cdf_prop7(eta, N=50, C=1.0, sigma=1.0, data_range=1.0)
     assert np.allclose(got, [0.0053, 0.1034, 0.4734, 0.8510, 0.9808], atol=6e-5)
     # success form is the complement
     assert np.allclose(z.rero_gamma_psnr(eta, N=50, C=1.0, sigma=1.0), 1 - got, atol=1e-15)
@@ -103,18 +103,18 @@ def test_figure2_psnr_cdf_reference():
 
 def test_figure2_ncc_cdf_reference():
     t = np.array([-0.2, 0.0, 0.14, 0.3, 0.5])
-    got = z.ncc_cdf_exact(t, 50, 1.0)
+    got = z.ncc_cdf_exact(t, N=50, a=1.0)
     assert np.allclose(got, [0.0086, 0.1587, 0.4899, 0.8728, 0.9972], atol=6e-5)
 
 
 @pytest.mark.parametrize("a", [0.3, 1.0, 2.5])
 def test_ncc_cdf_at_zero_is_phi_minus_a(a):
-    assert float(z.ncc_cdf_exact(0.0, 50, a)) == pytest.approx(stats.norm.cdf(-a), abs=1e-10)
+    assert float(z.ncc_cdf_exact(0.0, N=50, a=a)) == pytest.approx(stats.norm.cdf(-a), abs=1e-10)
 
 
 def test_ncc_cdf_endpoints():
-    assert float(z.ncc_cdf_exact(-1.0, 20, 1.0)) == pytest.approx(0.0, abs=1e-12)
-    assert float(z.ncc_cdf_exact(1.0, 20, 1.0)) == pytest.approx(1.0, abs=1e-12)
+    assert float(z.ncc_cdf_exact(-1.0, N=20, a=1.0)) == pytest.approx(0.0, abs=1e-12)
+    assert float(z.ncc_cdf_exact(1.0, N=20, a=1.0)) == pytest.approx(1.0, abs=1e-12)
 
 
 def test_mse_threshold_reference_and_inverse():
@@ -130,16 +130,16 @@ def test_mse_threshold_reference_and_inverse():
 # ---------------------------------------------------------------------------------------------------------------
 def test_clip_factor_and_expected_mse_closed_form():
     X = np.full(100, 0.3)  # ||X|| = 3
-    assert z.clip_factor(X, 6.0) == 1.0
-    assert z.clip_factor(X, 1.5) == pytest.approx(0.5, rel=1e-15)
+    assert z.clip_factor(X, C=6.0) == 1.0
+    assert z.clip_factor(X, C=1.5) == pytest.approx(0.5, rel=1e-15)
     assert z.expected_mse(X, C=6.0, sigma=0.1) == pytest.approx(36 * 0.01, rel=1e-12)  # unclipped: C^2 sigma^2
     # clipped: (||X|| - C)^2 / N + C^2 sigma^2 / T
     assert z.expected_mse(X, C=1.5, sigma=0.1, T=4) == pytest.approx(1.5**2 / 100 + 2.25 * 0.01 / 4, rel=1e-12)
     # the paper's form (4): (1-beta)^2 / N sum x_i^2 + C^2 sigma^2
-    b = z.clip_factor(X, 1.5)
+    b = z.clip_factor(X, C=1.5)
     assert z.expected_mse(X, C=1.5, sigma=0.1) == pytest.approx((1 - b) ** 2 * np.mean(X**2) + 2.25 * 0.01, rel=1e-12)
     batch = np.stack([X, 3 * X])
-    assert np.allclose(z.clip_factor(batch, 4.5), [1.0, 0.5])
+    assert np.allclose(z.clip_factor(batch, C=4.5), [1.0, 0.5])
     assert np.allclose(z.expected_mse(batch, C=1.5, sigma=0.1),
                        [z.expected_mse(X, C=1.5, sigma=0.1), z.expected_mse(3 * X, C=1.5, sigma=0.1)])
 
@@ -149,47 +149,48 @@ def test_ncc_eq7_equals_snr_form_and_bound8_attained_when_centred_and_clipped():
     X = rng.normal(size=64)
     X -= X.mean()
     C, sigma = 0.5 * np.linalg.norm(X), 0.3
-    a = z.ncc_snr(X, C, sigma)
+    a = z.ncc_snr(X, C=C, sigma=sigma)
     assert a == pytest.approx(1 / sigma, rel=1e-12)  # centred and clipped: a = sqrt(T)/sigma
-    assert z.ncc_eq7(X, C, sigma) == pytest.approx(z.ncc_bound_dim(64, sigma), rel=1e-12)
+    assert z.ncc_eq7(X, C=C, sigma=sigma) == pytest.approx(z.ncc_bound_dim(64, sigma=sigma), rel=1e-12)
     # eq. (7) literally
     Y = rng.random(64)
     C2, s2 = 2.0, 0.2
-    b = z.clip_factor(Y, C2)
+    b = z.clip_factor(Y, C=C2)
     lit = b * np.sqrt(np.var(Y)) / np.sqrt(b * b * np.var(Y) + C2**2 * s2**2)
-    assert z.ncc_eq7(Y, C2, s2) == pytest.approx(lit, rel=1e-12)
-    assert z.ncc_eq7(Y, C2, s2) < z.ncc_bound_dim(64, s2) < z.ncc_bound_free(s2)
+    assert z.ncc_eq7(Y, C=C2, sigma=s2) == pytest.approx(lit, rel=1e-12)
+    assert z.ncc_eq7(Y, C=C2, sigma=s2) < z.ncc_bound_dim(64, sigma=s2) < z.ncc_bound_free(s2)
 
 
 def test_ncc_bounds_values():
-    assert float(z.ncc_bound_dim(1000, 1.0)) == pytest.approx(0.031607, abs=1e-6)
-    assert float(z.ncc_bound_dim(3072, 0.01)) == pytest.approx(0.87464, abs=1e-5)
+    assert float(z.ncc_bound_dim(1000, sigma=1.0)) == pytest.approx(0.031607, abs=1e-6)
+    assert float(z.ncc_bound_dim(3072, sigma=0.01)) == pytest.approx(0.87464, abs=1e-5)
     assert float(z.ncc_bound_free(1.0)) == pytest.approx(np.sqrt(0.5), rel=1e-14)
-    assert float(z.ncc_bound_dim(1000, 1.0, T=10)) == pytest.approx(0.0995037, abs=1e-7)
+    assert float(z.ncc_bound_dim(1000, sigma=1.0, T=10)) == pytest.approx(0.0995037, abs=1e-7)
 
 
 def test_expected_psnr_exact():
-    assert float(z.expected_psnr_exact(0.5, 10, 1.0, 0.1)) == pytest.approx(
+    assert float(z.expected_psnr_exact(0.5, N=10, C=1.0, sigma=0.1)) == pytest.approx(
         10 * np.log10(0.25 / 0.01) + 0.448714, abs=1e-5)
 
 
 def test_worst_case_success_values_monotone_and_kappa_zero():
-    assert float(z.worst_case_success(1.0, 0.1)) == pytest.approx(0.389144, abs=1e-6)
-    assert float(z.worst_case_success(1.0, 0.1, T=10)) == pytest.approx(0.969995, abs=1e-6)
-    assert float(z.worst_case_success(1.0, 1e-9)) == pytest.approx(2.8993e-7, rel=1e-4)
+    assert float(z.worst_case_success(1.0, kappa=0.1)) == pytest.approx(0.389144, abs=1e-6)
+    assert float(z.worst_case_success(1.0, kappa=0.1, T=10)) == pytest.approx(0.969995, abs=1e-6)
+    assert float(z.worst_case_success(1.0, kappa=1e-9)) == pytest.approx(2.8993e-7, rel=1e-4)
     sig = np.logspace(-2, 3, 30)
-    w = z.worst_case_success(sig, 0.1)
+    w = z.worst_case_success(sig, kappa=0.1)
     assert np.all(np.diff(w) <= 0)  # non-increasing in sigma (saturates at 1 for tiny sigma)
     assert np.all(np.diff(w[sig > 0.2]) < 0)  # strictly decreasing where not saturated
     assert w[-1] == pytest.approx(0.1, abs=1e-3)  # no privacy loss -> prior success kappa
     k = np.linspace(0.01, 0.99, 30)
-    assert np.all(np.diff(z.worst_case_success(2.0, k)) > 0)  # increasing in kappa
-    assert np.all(np.diff(z.worst_case_success(2.0, 0.1, T=np.arange(1, 20))) > 0)  # increasing in T
-    assert np.all(z.worst_case_success(sig, k) >= k)  # never below the prior
-    assert np.all(z.worst_case_success(sig, 0.0) == 0.0)  # no prior, no success
-    assert np.all(z.worst_case_success(sig, 1.0) == 1.0)
+    assert np.all(np.diff(z.worst_case_success(2.0, kappa=k)) > 0)  # increasing in kappa
+    assert np.all(np.diff(z.worst_case_success(2.0, kappa=0.1, T=np.arange(1, 20))) > 0)  # increasing in T
+    assert np.all(z.worst_case_success(sig, kappa=k) >= k)  # never below the prior
+    assert np.all(z.worst_case_success(sig, kappa=0.0) == 0.0)  # no prior, no success
+    assert np.all(z.worst_case_success(sig, kappa=1.0) == 1.0)
     # invariance: only sqrt(T)/sigma matters
-    assert float(z.worst_case_success(3.0, 0.2, T=9)) == pytest.approx(float(z.worst_case_success(1.0, 0.2)), abs=1e-14)
+    assert float(z.worst_case_success(3.0, kappa=0.2, T=9)) == pytest.approx(
+        float(z.worst_case_success(1.0, kappa=0.2)), abs=1e-14)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -197,7 +198,7 @@ def test_worst_case_success_values_monotone_and_kappa_zero():
 # ---------------------------------------------------------------------------------------------------------------
 def _release(X, C, sigma, rng, n, T=1):
     """n draws of beta X + mean of T N(0, C^2 sigma^2) vectors (eq. 3 with Prop. 4), shape (n, N)."""
-    beta = z.clip_factor(X, C)
+    beta = z.clip_factor(X, C=C)
     return beta * X + rng.normal(0.0, C * sigma / np.sqrt(T), size=(n, X.size))
 
 
@@ -212,9 +213,9 @@ def test_prop1_expected_mse_monte_carlo(C_factor, sigma, T):
     se = m.std(ddof=1) / np.sqrt(m.size)
     assert abs(m.mean() - theory) < 6 * se
     if C_factor >= 1:
-        assert theory == pytest.approx(float(z.mse_lower_bound(C, sigma, T)), rel=1e-12)  # equality in (5)
+        assert theory == pytest.approx(float(z.mse_lower_bound(C, sigma=sigma, T=T)), rel=1e-12)  # equality in (5)
     else:
-        assert theory > float(z.mse_lower_bound(C, sigma, T))
+        assert theory > float(z.mse_lower_bound(C, sigma=sigma, T=T))
 
 
 def test_prop2_psnr_bound_violated_by_jensen_gap_unclipped():
@@ -226,9 +227,9 @@ def test_prop2_psnr_bound_violated_by_jensen_gap_unclipped():
     rec = _release(X, C, sigma, rng, M)
     ps = 10 * np.log10(R * R / np.mean((rec - X) ** 2, axis=1))
     se = ps.std(ddof=1) / np.sqrt(M)
-    bound = float(z.psnr_upper_bound(C, sigma, mean_sq_range=R * R))
+    bound = float(z.psnr_upper_bound(C, sigma=sigma, mean_sq_range=R * R))
     assert ps.mean() > bound + 5 * se  # the printed bound (6) is exceeded
-    exact = float(z.expected_psnr_exact(R, N, C, sigma))
+    exact = float(z.expected_psnr_exact(R, N=N, C=C, sigma=sigma))
     assert exact == pytest.approx(bound + float(z.psnr_jensen_gap(N)), abs=1e-12)
     assert abs(ps.mean() - exact) < 5 * se
 
@@ -241,7 +242,7 @@ def test_prop2_corrected_bound_holds_when_clipped():
     R = X.max() - X.min()
     ps = 10 * np.log10(R * R / np.mean((_release(X, C, sigma, rng, M) - X) ** 2, axis=1))
     se = ps.std(ddof=1) / np.sqrt(M)
-    assert ps.mean() <= float(z.expected_psnr_exact(R, N, C, sigma)) + 5 * se
+    assert ps.mean() <= float(z.expected_psnr_exact(R, N=N, C=C, sigma=sigma)) + 5 * se
 
 
 def _mc_ncc(X, rec):
@@ -258,13 +259,13 @@ def test_prop3_ncc_eq7_and_exact_mean_monte_carlo(N, C_factor, sigma, T):
     C = C_factor * np.linalg.norm(X)
     v = _mc_ncc(X, _release(X, C, sigma, rng, 20_000, T))
     se = v.std(ddof=1) / np.sqrt(v.size)
-    eq7 = z.ncc_eq7(X, C, sigma, T)
+    eq7 = z.ncc_eq7(X, C=C, sigma=sigma, T=T)
     assert abs(v.mean() - eq7) < 5 * se + 2 / N * eq7
-    exact = z.ncc_mean_exact(N, z.ncc_snr(X, C, sigma, T))
+    exact = z.ncc_mean_exact(N, a=z.ncc_snr(X, C=C, sigma=sigma, T=T))
     assert abs(v.mean() - exact) < 5 * se
     # the exact CDF at its median-ish point
     t0 = float(np.median(v))
-    p = float(z.ncc_cdf_exact(t0, N, z.ncc_snr(X, C, sigma, T)))
+    p = float(z.ncc_cdf_exact(t0, N=N, a=z.ncc_snr(X, C=C, sigma=sigma, T=T)))
     assert abs(p - 0.5) < 5 * np.sqrt(0.25 / v.size)
 
 
@@ -276,9 +277,9 @@ def test_prop3_bound8_attained_for_centred_clipped_data():
     C = 0.5 * np.linalg.norm(X)
     v = _mc_ncc(X, _release(X, C, sigma, rng, 20_000))
     se = v.std(ddof=1) / np.sqrt(v.size)
-    assert abs(v.mean() - z.ncc_mean_exact(N, 1 / sigma)) < 5 * se
+    assert abs(v.mean() - z.ncc_mean_exact(N, a=1 / sigma)) < 5 * se
     # (8) is attained up to its O(1/N) relative excess
-    assert v.mean() == pytest.approx(float(z.ncc_bound_dim(N, sigma)), rel=2 / N)
+    assert v.mean() == pytest.approx(float(z.ncc_bound_dim(N, sigma=sigma)), rel=2 / N)
 
 
 @pytest.mark.parametrize("C_factor", [2.0, 0.5, 0.3])
@@ -286,11 +287,11 @@ def test_prop5_mse_distribution_ks(C_factor):
     rng = np.random.default_rng(48)
     X = rng.random(48)
     C, sigma = C_factor * np.linalg.norm(X), 0.3
-    lam = z.mse_noncentrality(X, C, sigma)
+    lam = z.mse_noncentrality(X, C=C, sigma=sigma)
     if C_factor >= 1:
         assert lam == 0.0
     else:
-        beta = z.clip_factor(X, C)
+        beta = z.clip_factor(X, C=C)
         assert lam == pytest.approx((1 - beta) ** 2 * np.sum(X**2) / (C * C * sigma * sigma), rel=1e-12)
         assert lam > 1
     law = z.mse_distribution(X, C=C, sigma=sigma)
@@ -303,7 +304,7 @@ def test_prop5_with_averaging_T():
     rng = np.random.default_rng(4)
     X = rng.random(30)
     C, sigma, T = 0.6 * np.linalg.norm(X), 0.5, 7
-    rel = X * z.clip_factor(X, C) + rng.normal(0, C * sigma, size=(10_000, T, 30)).mean(axis=1)
+    rel = X * z.clip_factor(X, C=C) + rng.normal(0, C * sigma, size=(10_000, T, 30)).mean(axis=1)
     m = np.mean((rel - X) ** 2, axis=1)
     assert stats.kstest(m, z.mse_distribution(X, C=C, sigma=sigma, T=T).cdf).pvalue > 1e-3
 
@@ -336,9 +337,9 @@ def test_prop7_psnr_cdf_monte_carlo(clipped):
     R = X.max() - X.min()
     ps = 10 * np.log10(R * R / np.mean((_release(X, C, sigma, rng, M) - X) ** 2, axis=1))
     # thresholds around the unclipped expected PSNR so that the probabilities are not all 0 or 1
-    centre = float(z.psnr_upper_bound(C, sigma, mean_sq_range=R * R))
+    centre = float(z.psnr_upper_bound(C, sigma=sigma, mean_sq_range=R * R))
     for eta in (centre - 1.0, centre, centre + 1.0):
-        f = float(z.psnr_cdf_prop7(eta, N, C, sigma, data_range=R))
+        f = float(z.psnr_cdf_prop7(eta, N=N, C=C, sigma=sigma, data_range=R))
         p = np.mean(ps <= eta)
         se = np.sqrt(max(f * (1 - f), 1e-4) / M)
         if clipped:
@@ -348,7 +349,7 @@ def test_prop7_psnr_cdf_monte_carlo(clipped):
         # the success form: P(PSNR >= eta) <= gamma
         assert np.mean(ps >= eta) <= float(z.rero_gamma_psnr(eta, N=N, C=C, sigma=sigma, data_range=R)) + 5 * se
     if clipped:
-        f = float(z.psnr_cdf_prop7(centre, N, C, sigma, data_range=R))
+        f = float(z.psnr_cdf_prop7(centre, N=N, C=C, sigma=sigma, data_range=R))
         assert np.mean(ps <= centre) > f + 0.1  # a strict lower bound, visibly
 
 
@@ -359,32 +360,32 @@ X5 = np.ones(5)
 
 
 @pytest.mark.parametrize("call, name", [
-    (lambda: z.clip_factor(X5, 0.0), "C"),
-    (lambda: z.clip_factor(X5, -1.0), "C"),
+    (lambda: z.clip_factor(X5, C=0.0), "C"),
+    (lambda: z.clip_factor(X5, C=-1.0), "C"),
     (lambda: z.expected_mse(X5, C=-1.0, sigma=1.0), "C"),
     (lambda: z.expected_mse(X5, C=1.0, sigma=0.0), "sigma"),
-    (lambda: z.mse_lower_bound(1.0, -0.5), "sigma"),
-    (lambda: z.mse_lower_bound(0.0, 1.0), "C"),
-    (lambda: z.mse_lower_bound(1.0, 1.0, T=0), "T"),
+    (lambda: z.mse_lower_bound(1.0, sigma=-0.5), "sigma"),
+    (lambda: z.mse_lower_bound(0.0, sigma=1.0), "C"),
+    (lambda: z.mse_lower_bound(1.0, sigma=1.0, T=0), "T"),
     (lambda: z.expected_mse(X5, C=1.0, sigma=1.0, T=0.5), "T"),
-    (lambda: z.psnr_upper_bound(1.0, 0.0), "sigma"),
-    (lambda: z.ncc_snr(X5, 0.0, 1.0), "C"),
-    (lambda: z.ncc_eq7(X5, 1.0, -1.0), "sigma"),
-    (lambda: z.ncc_bound_dim(10, 0.0), "sigma"),
-    (lambda: z.ncc_bound_dim(10, 1.0, T=0), "T"),
+    (lambda: z.psnr_upper_bound(1.0, sigma=0.0), "sigma"),
+    (lambda: z.ncc_snr(X5, C=0.0, sigma=1.0), "C"),
+    (lambda: z.ncc_eq7(X5, C=1.0, sigma=-1.0), "sigma"),
+    (lambda: z.ncc_bound_dim(10, sigma=0.0), "sigma"),
+    (lambda: z.ncc_bound_dim(10, sigma=1.0, T=0), "T"),
     (lambda: z.ncc_bound_free(-1.0), "sigma"),
     (lambda: z.rero_gamma_mse(0.5, N=10, C=0.0, sigma=1.0), "C"),
-    (lambda: z.psnr_cdf_prop7(0.0, 10, 1.0, 0.0), "sigma"),
+    (lambda: z.psnr_cdf_prop7(0.0, N=10, C=1.0, sigma=0.0), "sigma"),
     (lambda: z.mse_distribution(X5, C=1.0, sigma=0.0), "sigma"),
-    (lambda: z.worst_case_success(0.0, 0.1), "sigma"),
-    (lambda: z.worst_case_success(1.0, 0.1, T=0), "T"),
-    (lambda: z.worst_case_success(1.0, -0.1), "kappa"),
-    (lambda: z.worst_case_success(1.0, 1.5), "kappa"),
+    (lambda: z.worst_case_success(0.0, kappa=0.1), "sigma"),
+    (lambda: z.worst_case_success(1.0, kappa=0.1, T=0), "T"),
+    (lambda: z.worst_case_success(1.0, kappa=-0.1), "kappa"),
+    (lambda: z.worst_case_success(1.0, kappa=1.5), "kappa"),
     (lambda: z.mse_threshold(0.0, N=10, C=1.0, sigma=1.0), "gamma"),
     (lambda: z.mse_threshold(1.0, N=10, C=1.0, sigma=1.0), "gamma"),
     (lambda: z.mse_threshold(-0.2, N=10, C=1.0, sigma=1.0), "gamma"),
-    (lambda: z.ncc_cdf_exact(0.1, 2, 1.0), "N"),
-    (lambda: z.ncc_mean_exact(2, 1.0), "N"),
+    (lambda: z.ncc_cdf_exact(0.1, N=2, a=1.0), "N"),
+    (lambda: z.ncc_mean_exact(2, a=1.0), "N"),
     (lambda: z.psnr_jensen_gap(0), "N"),
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_invalid_inputs_raise_value_error_naming_the_parameter(call, name):
@@ -395,17 +396,17 @@ def test_invalid_inputs_raise_value_error_naming_the_parameter(call, name):
 def test_validation_is_vectorised():
     with pytest.raises(ValueError,
                        match=r"^sigma=array\(\[1\., 0\., 2\.\]\); allowed: a finite number > 0 \(noise multiplier\)$"):
-        z.mse_lower_bound(1.0, np.array([1.0, 0.0, 2.0]))
+        z.mse_lower_bound(1.0, sigma=np.array([1.0, 0.0, 2.0]))
     with pytest.raises(ValueError,
                        match=r"^kappa=.*; allowed: a probability in \[0, 1\] \(prior success probability\)$"):
-        z.worst_case_success(1.0, np.array([0.1, 1.01]))
+        z.worst_case_success(1.0, kappa=np.array([0.1, 1.01]))
 
 
 def test_remark2_decomposition_sums_to_prop1_and_vanishes_unclipped():
     x = np.random.default_rng(7).random((5, 40))
     norms = np.linalg.norm(x, axis=1)
     C = float(np.median(norms))
-    bias2, scaled_var, noise = z.expected_mse_decomposition(x, C, 0.3, T=4)
+    bias2, scaled_var, noise = z.expected_mse_decomposition(x, C=C, sigma=0.3, T=4)
     np.testing.assert_allclose(bias2 + scaled_var + noise, z.expected_mse(x, C=C, sigma=0.3, T=4), rtol=1e-12)
     clipped = norms > C
     assert np.all((bias2 > 0) == clipped) and np.all((scaled_var > 0) == clipped)
@@ -425,8 +426,9 @@ def test_psnr_success_probability_is_tail_accurate_and_shared_with_mean_to_extre
         exact = float(mpmath.gammainc(N / 2, 0, x, regularized=True))
         got = float(z.rero_gamma_psnr(eta, N=N, C=C, sigma=sigma))
         assert 0 < exact < 1e-100 and got == pytest.approx(exact, rel=1e-12)
-        assert float(1 - z.psnr_cdf_prop7(eta, N, C, sigma)) == 0.0  # what 1 - cdf gave
-        assert got == mte.psnr_success_probability(eta, N, sigma, C, 1.0)
+        assert float(1 - z.psnr_cdf_prop7(eta, N=N, C=C, sigma=sigma)) == 0.0  # what 1 - cdf gave
+        assert got == mte.psnr_success_probability(eta, N=N, sigma=sigma, norm=C, data_range=1.0)
     # and the complement, accurate in its own tail
     exact_cdf = float(mpmath.gammainc(N / 2, N * 10 ** 0.3 / 2, mpmath.inf, regularized=True))  # 7.8e-206
-    assert float(z.psnr_cdf_prop7(-3.0, N, C, sigma)) == pytest.approx(exact_cdf, rel=1e-10) and exact_cdf < 1e-100
+    assert float(z.psnr_cdf_prop7(-3.0, N=N, C=C, sigma=sigma)) == pytest.approx(exact_cdf, rel=1e-10)
+    assert exact_cdf < 1e-100

@@ -29,7 +29,7 @@ def test_variance_table_follows_eq17_and_the_corrected_eq18():
     table = chapter.variance_table(x0, C=10 * n0, sigma=0.05, n_draws=40, generator=torch.Generator().manual_seed(1))
     assert list(table.M) == [1, 10, 100, 400, 1] and table["loss scale c"].iloc[-1] == pytest.approx(10.0)
     assert np.allclose(table["σ² max(|X|², C²/(Mc²))"],
-                       [mte.reconstruction_variance(0.05, n0, 10 * n0, m, c)
+                       [mte.reconstruction_variance(0.05, norm=n0, C=10 * n0, M=m, loss_scale=c)
                         for m, c in zip(table.M, table["loss scale c"])])
     checks.assert_close(table["Var(X̂ − X) opacus"], table["σ² max(|X|², C²/(Mc²))"], table["± SE"], k=6)
     assert np.allclose(table["± SE"], table["Var(X̂ − X) opacus"] * np.sqrt(2 / (40 * x0.numel())))
@@ -44,7 +44,7 @@ def test_shrinkage_counterexample_beats_the_mvue():
     assert list(frame.N) == [10, 64, 3072] and list(frame.draws) == [1000, 1000, 651]
     assert np.all(frame.shrunk_theory < frame.mvue_theory)
     checks.assert_close(frame.mvue, frame.mvue_theory, frame.mvue_se, k=6)
-    a = np.array([float(mte.shrinkage_factor(n, s)) for n, s in zip(frame.N, frame.sigma)])
+    a = np.array([float(mte.shrinkage_factor(n, sigma=s)) for n, s in zip(frame.N, frame.sigma)])
     assert np.allclose(frame.eta, (1 + a) / 2 * frame.mvue_theory.astype(float))  # midway between the expected MSEs
     checks.assert_close(frame.mvue_hit, frame.gamma, checks.proportion_se(frame.gamma, frame.draws) + 1e-12, k=5)
     assert np.all(frame.hit > frame.gamma + 0.5)

@@ -60,7 +60,7 @@ def test_rero_cases_follow_propositions_5_to_7():
 def test_figure2_panels():
     panels = chapter.figure2(n_mc=5_000, seed=0)
     assert list(panels) == ["MSE", "PSNR", "NCC"]
-    assert [p["bound"] for p in panels.values()] == pytest.approx([1.0, 0.0, float(zb.ncc_bound_dim(50, 1.0))])
+    assert [p["bound"] for p in panels.values()] == pytest.approx([1.0, 0.0, float(zb.ncc_bound_dim(50, sigma=1.0))])
     assert float(panels["NCC"]["cdf"](0.0)) == pytest.approx(0.158655, abs=1e-6)  # Phi(-a) with a = 1
     for name, p in panels.items():
         assert len(p["draws"]) == 5_000 and len(p["grid"]) == 300
@@ -105,7 +105,7 @@ def test_figure3_grid_cells_and_largest_clip():
     checks.assert_close(cells.MSE, cells.E_MSE, cells.MSE_sd / np.sqrt(6), k=6)
     at = chapter.figure3_at_clip(cells, images, clip_norms[1])
     assert len(at) == 4 and at.sigma.is_monotonic_increasing
-    assert at.bound8.tolist() == [float(zb.ncc_bound_dim(images[r].numel(), s))
+    assert at.bound8.tolist() == [float(zb.ncc_bound_dim(images[r].numel(), sigma=s))
                                   for r, s in zip(at.resolution, at.sigma)]
 
 

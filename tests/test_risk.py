@@ -52,7 +52,7 @@ def test_with_the_smallest_norm_the_numbers_are_the_second_chapters():
     scale = 0.05**2 * 4.0**2 / 3072  # MSE = scale * chi2_N (Theorem 2)
     assert r["mse_success_probability"] == pytest.approx(stats.chi2(3072).cdf(0.04 / scale), rel=1e-10)
     assert r["psnr_success_probability"] == pytest.approx(stats.chi2(3072).cdf(10 ** (-1.4) / scale), rel=1e-10)
-    assert r["psnr_upper_bound_db"] == pytest.approx(float(mte.psnr_mean(3072, 0.05, 4.0, 1.0)))
+    assert r["psnr_upper_bound_db"] == pytest.approx(float(mte.psnr_mean(3072, sigma=0.05, norm=4.0, data_range=1.0)))
     assert r["mse_success_probability_source"].startswith("From Mean to Extreme")
     # The optimal attack (noise sigma m) is stronger than the first chapter's (noise sigma C) when m < C.
     r1 = risk.assess(risk.RiskQuery(noise_multiplier=0.05, clip=10.0, dim=3072, eta_mse=0.04))
@@ -168,7 +168,7 @@ def test_minimal_noise_multiplier_subsampled_keeps_the_target():
     assert rero.rero_bound_subsampled(0.01, noise_multiplier=sigma, sample_rate=0.05, steps=50)[1] <= 0.1
     full = risk.assess(risk.RiskQuery(noise_multiplier=1.0, clip=1.0, dim=100, steps=50, kappa=0.01,
                                       target_success=0.1))
-    assert zb.worst_case_success(full["minimal_noise_multiplier_subsampled"], 0.01, 50) == pytest.approx(0.1)
+    assert zb.worst_case_success(full["minimal_noise_multiplier_subsampled"], kappa=0.01, T=50) == pytest.approx(0.1)
 
 
 @pytest.mark.parametrize("kwargs, message", [

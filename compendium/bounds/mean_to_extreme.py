@@ -70,7 +70,7 @@ def _scalar(x):
 # ---------------------------------------------------------------------------------------------------------------
 # Proposition 1: the number of rows M
 # ---------------------------------------------------------------------------------------------------------------
-def optimal_rows(C, min_norm):
+def optimal_rows(C, *, min_norm):
     """*[ours]* Corrected eq. (18): ``M* = max(1, ceil(C^2 / m^2))``, the fewest rows that clip every sample.
 
     With ``M >= M*`` the gradient norm ``sqrt(M) ||X||`` reaches ``C`` for every ``X`` with ``||X|| >= m``, and the
@@ -85,7 +85,7 @@ def optimal_rows(C, min_norm):
     return _scalar(out)
 
 
-def optimal_rows_as_printed(C, min_norm):
+def optimal_rows_as_printed(C, *, min_norm):
     """Eq. (18) as printed: ``M = max(1, ceil(C / m))`` (kept to show the cost of the missing square)."""
     c = _float(validation.positive("C", C, what="maximum gradient norm"))
     m = _float(validation.positive("min_norm", min_norm, what="smallest non-zero data norm m"))
@@ -93,7 +93,7 @@ def optimal_rows_as_printed(C, min_norm):
     return _scalar(out)
 
 
-def reconstruction_variance(sigma, norm, C, M=None, loss_scale=1.0):
+def reconstruction_variance(sigma, *, norm, C, M=None, loss_scale=1.0):
     """Eq. (17) for the loss ``c 1_M^T W X``: per-coordinate variance ``sigma^2 max(||X||^2, C^2 / (M c^2))``.
 
     *[ours]* in this closed form (eq. 17 with the clipping factor of eq. 10): with
@@ -133,7 +133,7 @@ def mse_distribution(*, N, sigma, norm, T=1):
     return stats.chi2(n, scale=_scale(sigma, norm, T) / n)
 
 
-def mse_cdf(eta, N, sigma, norm, T=1):
+def mse_cdf(eta, *, N, sigma, norm, T=1):
     """Theorem 2, eq. (23): ``P(MSE <= eta) = Gamma_R(N/2, N eta T / (2 sigma^2 ||X||^2))`` (0 for ``eta <= 0``)."""
     n = _dim(N)
     x = n * np.maximum(np.asarray(eta, float), 0.0) / (2.0 * _scale(sigma, norm, T))
@@ -148,17 +148,17 @@ def rero_gamma_mse(eta, *, N, sigma, min_norm, T=1):
     :func:`shrinkage_mse_distribution`.
     """
     validation.positive("min_norm", min_norm, what="smallest non-zero data norm m")
-    return mse_cdf(eta, N, sigma, min_norm, T)
+    return mse_cdf(eta, N=N, sigma=sigma, norm=min_norm, T=T)
 
 
-def rero_gamma_mse_dp_only(eta, N, sigma, C, T=1):
+def rero_gamma_mse_dp_only(eta, *, N, sigma, C, T=1):
     """Proposition 3, variant for ``C <= m``: ``gamma'(eta) = Gamma_R(N/2, N eta T / (2 sigma^2 C^2))``.
 
     Looser than :func:`rero_gamma_mse` (``gamma' >= gamma``) but depends on the DP parameters only.  Valid only if
     ``C`` does not exceed the smallest data norm, which this function cannot check.
     """
     validation.positive("C", C, what="maximum gradient norm")
-    return mse_cdf(eta, N, sigma, C, T)
+    return mse_cdf(eta, N=N, sigma=sigma, norm=C, T=T)
 
 
 def mse_threshold(gamma, *, N, sigma, norm, T=1):
@@ -172,7 +172,7 @@ def mse_threshold(gamma, *, N, sigma, norm, T=1):
     return _scalar(_scale(sigma, norm, T) * stats.chi2(n).ppf(g) / n)
 
 
-def minimal_noise_multiplier(gamma, eta, N, norm, T=1):
+def minimal_noise_multiplier(gamma, *, eta, N, norm, T=1):
     """*[ours]* Calibration from Proposition 3: the smallest ``sigma`` with ``P(MSE <= eta) <= gamma``.
 
     ``P(MSE <= eta)`` decreases in ``sigma``, so the answer solves eq. (23) with equality:
@@ -187,7 +187,7 @@ def minimal_noise_multiplier(gamma, eta, N, norm, T=1):
     return _scalar(np.sqrt(n * e * t / (nrm * nrm * stats.chi2(n).ppf(g))))
 
 
-def asymptotic_normal_cdf(eta, N, sigma, norm, T=1):
+def asymptotic_normal_cdf(eta, *, N, sigma, norm, T=1):
     """Proposition B.3, eq. (57): ``P(MSE <= eta) ~ Phi(sqrt(N) (eta - E) / (sqrt(2) E))``, ``E = sigma^2 ||X||^2 / T``.
 
     The CLT approximation of :func:`mse_cdf`; the standardised MSE has skewness ``sqrt(8 / N)``, so it is accurate
@@ -207,12 +207,12 @@ def _mse_of_psnr(eta_db, data_range) -> np.ndarray:
     return r * r * 10.0 ** (-np.asarray(eta_db, float) / 10.0)
 
 
-def psnr_success_probability(eta_db, N, sigma, norm, data_range, T=1):
+def psnr_success_probability(eta_db, *, N, sigma, norm, data_range, T=1):
     """Exact ``P(PSNR >= eta) = Gamma_R(N/2, N R^2 10^(-eta/10) T / (2 sigma^2 ||X||^2))`` (eqs. 62-63 before m).
 
     ``R`` is the data range the PSNR is computed with (per-target range of Definition 4, or a nominal range).
     """
-    return mse_cdf(_mse_of_psnr(eta_db, data_range), N, sigma, norm, T)
+    return mse_cdf(_mse_of_psnr(eta_db, data_range), N=N, sigma=sigma, norm=norm, T=T)
 
 
 def rero_gamma_psnr(eta_db, *, N, sigma, min_norm, data_range, T=1):
@@ -222,10 +222,10 @@ def rero_gamma_psnr(eta_db, *, N, sigma, min_norm, data_range, T=1):
     pass ``min_norm=C`` for eq. (26).  Same caveat as Proposition 3: a bound for the optimal unbiased reconstruction.
     """
     validation.positive("min_norm", min_norm, what="smallest non-zero data norm m")
-    return psnr_success_probability(eta_db, N, sigma, min_norm, data_range, T)
+    return psnr_success_probability(eta_db, N=N, sigma=sigma, norm=min_norm, data_range=data_range, T=T)
 
 
-def psnr_mean(N, sigma, norm, data_range, T=1):
+def psnr_mean(N, *, sigma, norm, data_range, T=1):
     """*[ours]* ``E[PSNR] = 10 log10(N R^2 T / (sigma^2 ||X||^2)) - 10/ln 10 (psi(N/2) + ln 2)`` dB.
 
     From ``PSNR = 10 log10(N R^2 T / (sigma^2 ||X||^2)) - 10 log10 Y``, ``Y ~ chi^2_N`` (Theorem 2).
@@ -246,7 +246,7 @@ def psnr_sd(N):
 # ---------------------------------------------------------------------------------------------------------------
 # Proposition 6 and its exact extension: the NCC
 # ---------------------------------------------------------------------------------------------------------------
-def ncc_limit(sigma, norm, variance, T=1):
+def ncc_limit(sigma, *, norm, variance, T=1):
     """Proposition 6, eq. (28) (equality): ``NCC = (1 + sigma^2 ||X||^2 / (T Var x))^(-1/2)``.
 
     ``variance`` is the empirical (ddof = 0) variance of the target's entries.  This is the large-N value of the
@@ -257,7 +257,7 @@ def ncc_limit(sigma, norm, variance, T=1):
     return _scalar(1.0 / np.sqrt(1.0 + _scale(sigma, norm, T) / v))
 
 
-def ncc_bound(N, sigma, T=1):
+def ncc_bound(N, *, sigma, T=1):
     """Proposition 6, eq. (28) (bound): ``NCC <= (1 + sigma^2 N / T)^(-1/2)``, since ``Var x <= ||X||^2 / N``."""
     n = _dim(N)
     s = _float(validation.positive("sigma", sigma, what="noise multiplier"))
@@ -265,7 +265,7 @@ def ncc_bound(N, sigma, T=1):
     return _scalar(1.0 / np.sqrt(1.0 + s * s * n / t))
 
 
-def ncc_rho(sigma, norm, variance, N, T=1):
+def ncc_rho(sigma, *, norm, variance, N, T=1):
     """*[ours]* Signal-to-noise ratio of the sample NCC: ``rho = sqrt(N Var x) / (sigma ||X|| / sqrt(T))``.
 
     ``rho <= sqrt(T) / sigma``; eq. (28) is ``rho / sqrt(rho^2 + N)``.
@@ -275,7 +275,7 @@ def ncc_rho(sigma, norm, variance, N, T=1):
     return _scalar(np.sqrt(n * v / _scale(sigma, norm, T)))
 
 
-def ncc_cdf_exact(t, N, rho):
+def ncc_cdf_exact(t, *, N, rho):
     """*[ours]* Exact CDF of the sample NCC of Proposition B.4 (eq. 66), ``N >= 3``.
 
     ``NCC = tau / sqrt(tau^2 + N - 2)`` with ``tau`` non-central t (``N - 2`` degrees of freedom, non-centrality
@@ -283,13 +283,13 @@ def ncc_cdf_exact(t, N, rho):
     Ziller et al. (2024) (:func:`compendium.bounds.ziller2024.ncc_cdf_exact`); decreasing in ``rho``, hence
     ``rho = sqrt(T) / sigma`` gives a data-independent tail bound ``P(NCC >= t)`` (contrary to the paper's section 6).
     """
-    return ziller2024.ncc_cdf_exact(t, N, rho)
+    return ziller2024.ncc_cdf_exact(t, N=N, a=rho)
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Theorem 1 counterexample: linear shrinkage beats the MVUE
 # ---------------------------------------------------------------------------------------------------------------
-def shrinkage_factor(N, sigma, T=1):
+def shrinkage_factor(N, *, sigma, T=1):
     """*[ours]* The MSE-optimal scalar ``a`` for ``a X_hat``: ``a = 1 / (1 + N sigma^2 / T)`` (against Theorem 1).
 
     ``E[MSE(X, a X_hat)] = ((1 - a)^2 + a^2 N sigma^2 / T) ||X||^2 / N`` is minimised by this ``a`` for every
@@ -301,7 +301,7 @@ def shrinkage_factor(N, sigma, T=1):
     return _scalar(1.0 / (1.0 + n * s * s / t))
 
 
-def shrinkage_expected_mse(sigma, norm, N, T=1):
+def shrinkage_expected_mse(sigma, *, norm, N, T=1):
     """*[ours]* ``E[MSE(X, a X_hat)] = sigma^2 ||X||^2 / (T + N sigma^2) < sigma^2 ||X||^2 / T`` (against
     Theorem 1).
 
@@ -309,11 +309,11 @@ def shrinkage_expected_mse(sigma, norm, N, T=1):
     holds only among unbiased estimators.
     """
     v = _scale(sigma, norm, T)
-    a = np.asarray(shrinkage_factor(N, sigma, T), float)
+    a = np.asarray(shrinkage_factor(N, sigma=sigma, T=T), float)
     return _scalar(a * v)
 
 
-def shrinkage_mse_distribution(N, sigma, norm, T=1):
+def shrinkage_mse_distribution(N, *, sigma, norm, T=1):
     """*[ours]* Law of ``MSE(X, a X_hat)`` with ``a`` from :func:`shrinkage_factor`, as a frozen scipy law.
 
     ``a X_hat - X ~ N(-(1 - a) X, a^2 sigma^2 ||X||^2 / T I_N)``, so ``MSE = a^2 sigma^2 ||X||^2 / (N T) * Y`` with
@@ -323,7 +323,7 @@ def shrinkage_mse_distribution(N, sigma, norm, T=1):
     """
     n = _dim(N)
     v = _scale(sigma, norm, T)
-    a = np.asarray(shrinkage_factor(N, sigma, T), float)
+    a = np.asarray(shrinkage_factor(N, sigma=sigma, T=T), float)
     s, t = np.asarray(sigma, float), np.asarray(T, float)
     return stats.ncx2(n, n * n * s * s / t, scale=a * a * v / n)
 
@@ -342,7 +342,7 @@ def _log_comb(K, k):
     return special.gammaln(K + 1) - special.gammaln(k + 1) - special.gammaln(K - k + 1)
 
 
-def selection_probability(k, K, dataset_size):
+def selection_probability(k, *, K, dataset_size):
     """*[ours]* ``P(target selected exactly k times in K steps) = Binom(K, 1/|D|).pmf(k)`` (one record per step).
 
     Corrects the expression printed in section 4.3 (:func:`selection_probability_as_printed`), which omits the
@@ -352,7 +352,7 @@ def selection_probability(k, K, dataset_size):
     return _scalar(stats.binom.pmf(kk, KK, 1.0 / D))
 
 
-def selection_probability_as_printed(k, K, dataset_size):
+def selection_probability_as_printed(k, *, K, dataset_size):
     """Section 4.3 as printed: ``binom(K, k) / |D|^k``; a union bound on ``P(>= k selections)`` that can exceed 1.
 
     ``(k, K, |D|) = (10, 10^4, 1000)`` gives 2743.36, while the exact probability is 0.125173.

@@ -45,7 +45,7 @@ def _flat(X) -> np.ndarray:
     return X.reshape(1, -1) if X.ndim == 1 else X.reshape(X.shape[0], -1)
 
 
-def clip_factor(X, C):
+def clip_factor(X, *, C):
     """Eq. (3): ``beta = 1 / max(1, ||X||_2 / C) = min(1, C / ||X||_2)`` per sample (rows of a batch)."""
     _check_C(C)
     norm = np.linalg.norm(_flat(X), axis=1)
@@ -63,11 +63,11 @@ def expected_mse(X, *, C, sigma, T=1):
     _check_T(T)
     x = _flat(X)
     n = x.shape[1]
-    out = np.maximum(0.0, np.linalg.norm(x, axis=1) - C) ** 2 / n + mse_lower_bound(C, sigma, T)
+    out = np.maximum(0.0, np.linalg.norm(x, axis=1) - C) ** 2 / n + mse_lower_bound(C, sigma=sigma, T=T)
     return out if np.ndim(X) > 1 else float(out[0])
 
 
-def expected_mse_decomposition(X, C, sigma, T=1):
+def expected_mse_decomposition(X, *, C, sigma, T=1):
     """Remark 2: ``E[MSE] = ((1 - beta) mean X)^2 + (1 - beta)^2 Var X + C^2 sigma^2 / T``.
 
     Returns the three terms (squared bias of the mean, scaled data variance, noise variance); their sum is
@@ -79,11 +79,11 @@ def expected_mse_decomposition(X, C, sigma, T=1):
     x = _flat(X)
     shrink = 1.0 - 1.0 / np.maximum(1.0, np.linalg.norm(x, axis=1) / C)
     parts = ((shrink * x.mean(axis=1)) ** 2, shrink**2 * x.var(axis=1),
-             np.broadcast_to(mse_lower_bound(C, sigma, T), shrink.shape))
+             np.broadcast_to(mse_lower_bound(C, sigma=sigma, T=T), shrink.shape))
     return tuple(p if np.ndim(X) > 1 else float(p[0]) for p in parts)
 
 
-def mse_lower_bound(C, sigma, T=1):
+def mse_lower_bound(C, *, sigma, T=1):
     """Proposition 1, eq. (5), with Proposition 4: ``E[MSE] >= C^2 sigma^2 / T`` (equality iff ``||X|| <= C``)."""
     _check_C(C)
     _check_sigma(sigma)
@@ -91,14 +91,14 @@ def mse_lower_bound(C, sigma, T=1):
     return np.asarray(C, float) ** 2 * np.asarray(sigma, float) ** 2 / np.asarray(T, float)
 
 
-def psnr_upper_bound(C, sigma, T=1, mean_sq_range=1.0):
+def psnr_upper_bound(C, *, sigma, T=1, mean_sq_range=1.0):
     """Proposition 2, eq. (6), as printed: ``E[PSNR] <= 10 log10(E[(max X - min X)^2] / (C^2 sigma^2 / T))`` dB.
 
     ``mean_sq_range`` is ``E[R^2]``, the mean squared dynamic range of the data (1 for Table 1).  The paper's proof
     swaps an expectation of a ratio for a ratio of expectations; the bound is exceeded by
     :func:`psnr_jensen_gap` (see :func:`expected_psnr_exact`).
     """
-    return 10.0 * np.log10(np.asarray(mean_sq_range, float) / mse_lower_bound(C, sigma, T))
+    return 10.0 * np.log10(np.asarray(mean_sq_range, float) / mse_lower_bound(C, sigma=sigma, T=T))
 
 
 def psnr_jensen_gap(N):
@@ -113,13 +113,13 @@ def psnr_jensen_gap(N):
     return 10.0 / np.log(10.0) * (np.log(N / 2.0) - special.digamma(N / 2.0))
 
 
-def expected_psnr_exact(data_range, N, C, sigma, T=1):
+def expected_psnr_exact(data_range, *, N, C, sigma, T=1):
     """*[ours]* Exact ``E[PSNR]`` of an unclipped sample with dynamic range ``R``:
     ``10 log10(R^2 T/(C^2 sigma^2)) + Delta_N``."""
-    return psnr_upper_bound(C, sigma, T, np.asarray(data_range, float) ** 2) + psnr_jensen_gap(N)
+    return psnr_upper_bound(C, sigma=sigma, T=T, mean_sq_range=np.asarray(data_range, float) ** 2) + psnr_jensen_gap(N)
 
 
-def ncc_snr(X, C, sigma, T=1):
+def ncc_snr(X, *, C, sigma, T=1):
     """*[ours]* The signal-to-noise ratio ``a = ||beta (X - mean X)||_2 / (C sigma / sqrt(T))`` that drives the NCC.
 
     ``a <= sqrt(T) / sigma``, with equality iff ``X`` is centred and clipped (this is how bound (8) arises).
@@ -134,19 +134,19 @@ def ncc_snr(X, C, sigma, T=1):
     return out if np.ndim(X) > 1 else float(out[0])
 
 
-def ncc_eq7(X, C, sigma, T=1):
+def ncc_eq7(X, *, C, sigma, T=1):
     """Proposition 3, eq. (7): ``beta sqrt(Var X) / sqrt(beta^2 Var X + C^2 sigma^2 / T)``.
 
     A plug-in (large-N) approximation of ``E[NCC]``, not an exact expectation; equal to ``a / sqrt(a^2 + N)`` with
     ``a`` from :func:`ncc_snr`.  The exact mean is :func:`ncc_mean_exact`.
     """
-    a = np.asarray(ncc_snr(X, C, sigma, T), float)
+    a = np.asarray(ncc_snr(X, C=C, sigma=sigma, T=T), float)
     n = _flat(X).shape[1]
     out = a / np.sqrt(a * a + n)
     return out if np.ndim(X) > 1 else float(out)
 
 
-def ncc_bound_dim(N, sigma, T=1):
+def ncc_bound_dim(N, *, sigma, T=1):
     """Proposition 3, eq. (8): ``E[NCC] <= (1 + N sigma^2 / T)^(-1/2)`` (dimension-aware; attained by centred, clipped
     X)."""
     _check_sigma(sigma)
@@ -154,12 +154,12 @@ def ncc_bound_dim(N, sigma, T=1):
     return 1.0 / np.sqrt(1.0 + np.asarray(N, float) * np.asarray(sigma, float) ** 2 / np.asarray(T, float))
 
 
-def ncc_bound_free(sigma, T=1):
+def ncc_bound_free(sigma, *, T=1):
     """Proposition 3, eq. (9): ``E[NCC] <= (1 + sigma^2 / T)^(-1/2)``, free of the data and of N."""
-    return ncc_bound_dim(1, sigma, T)
+    return ncc_bound_dim(1, sigma=sigma, T=T)
 
 
-def ncc_cdf_exact(t, N, a):
+def ncc_cdf_exact(t, *, N, a):
     """*[ours]* Exact CDF of the NCC between ``X`` and ``X_hat`` for ``N >= 3``.
 
     Projecting the centred noise onto ``beta (X - mean X)`` and onto its orthogonal complement in the centred
@@ -175,10 +175,10 @@ def ncc_cdf_exact(t, N, a):
     return stats.nct(nu, a).cdf(arg)
 
 
-def ncc_mean_exact(N, a, n_hermite=120, n_quantiles=4000):
+def ncc_mean_exact(N, *, a, n_hermite=120, n_quantiles=4000):
     """*[ours]* Exact ``E[NCC] = E[(a+g)/sqrt((a+g)^2 + W)]`` by Gauss-Hermite (g) x chi^2 quantile (W) quadrature.
 
-    Accurate to about 1e-5 for N >= 10.  The data-independent maximum is ``ncc_mean_exact(N, sqrt(T)/sigma)``, which
+    Accurate to about 1e-5 for N >= 10.  The data-independent maximum is ``ncc_mean_exact(N, a=sqrt(T)/sigma)``, which
     exceeds bound (8) by O(1/N) relative (Table 1, N = 10: 31.0 % instead of the printed 30.2 %).
     """
     validation.number("N", N, at_least=3, what="data dimension; the NCC is undefined below 3")
@@ -192,22 +192,22 @@ def ncc_mean_exact(N, a, n_hermite=120, n_quantiles=4000):
     return float(vals[0]) if scalar else vals
 
 
-def mse_noncentrality(X, C, sigma, T=1):
+def mse_noncentrality(X, *, C, sigma, T=1):
     """Proposition 5, eq. (11): ``lambda = (1 - beta)^2 / (C^2 sigma^2 / T) * sum_i x_i^2``."""
     _check_C(C)
     _check_sigma(sigma)
     _check_T(T)
     x = _flat(X)
     beta = 1.0 / np.maximum(1.0, np.linalg.norm(x, axis=1) / C)
-    out = (1 - beta) ** 2 * (x * x).sum(axis=1) / mse_lower_bound(C, sigma, T)
+    out = (1 - beta) ** 2 * (x * x).sum(axis=1) / mse_lower_bound(C, sigma=sigma, T=T)
     return out if np.ndim(X) > 1 else float(out[0])
 
 
 def mse_distribution(X, *, C, sigma, T=1):
     """Proposition 5: ``MSE = C^2 sigma^2 / (N T) * Y`` with ``Y ~ chi^2_N(lambda)``; returned as a frozen scipy law."""
     n = _flat(X).shape[1]
-    lam = mse_noncentrality(X, C, sigma, T)
-    scale = float(mse_lower_bound(C, sigma, T)) / n
+    lam = mse_noncentrality(X, C=C, sigma=sigma, T=T)
+    scale = float(mse_lower_bound(C, sigma=sigma, T=T)) / n
     if np.all(np.asarray(lam) == 0):
         return stats.chi2(n, scale=scale)
     return stats.ncx2(n, lam, scale=scale)
@@ -220,23 +220,24 @@ def rero_gamma_mse(eta, *, N, C, sigma, T=1):
     *smaller* than the MSE (the paper writes the inequality the other way round).
     """
     return special.gammainc(np.asarray(N, float) / 2.0,
-                            np.asarray(N, float) * np.asarray(eta, float) / (2.0 * mse_lower_bound(C, sigma, T)))
+                            np.asarray(N, float) * np.asarray(eta, float)
+                            / (2.0 * mse_lower_bound(C, sigma=sigma, T=T)))
 
 
 def mse_threshold(gamma, *, N, C, sigma, T=1):
     """*[ours]* Inverse of Proposition 6: the MSE ``eta`` reached with probability at most ``gamma``."""
     validation.probability("gamma", gamma, what="success probability")
     g = np.asarray(gamma, float)
-    return mse_lower_bound(C, sigma, T) / np.asarray(N, float) * stats.chi2(N).ppf(g)
+    return mse_lower_bound(C, sigma=sigma, T=T) / np.asarray(N, float) * stats.chi2(N).ppf(g)
 
 
-def psnr_cdf_prop7(eta, N, C, sigma, data_range=1.0, T=1):
+def psnr_cdf_prop7(eta, *, N, C, sigma, data_range=1.0, T=1):
     """Proposition 7, eqs. (13)-(14): ``P(PSNR <= eta) = 1 - P(N/2, N eta_hat / (2 C^2 sigma^2/T))``,
     ``eta_hat = R^2 10^(-eta/10)``.  Exact without clipping; with clipping it is a lower bound on ``P(PSNR <= eta)``.
     Computed as the upper regularised gamma function ``Q(N/2, .)``, accurate in its own tail (no ``1 - P``).
     """
     eta_hat = np.asarray(data_range, float) ** 2 * 10.0 ** (-np.asarray(eta, float) / 10.0)
-    x = np.asarray(N, float) * eta_hat / (2.0 * mse_lower_bound(C, sigma, T))
+    x = np.asarray(N, float) * eta_hat / (2.0 * mse_lower_bound(C, sigma=sigma, T=T))
     return special.gammaincc(np.asarray(N, float) / 2.0, x)
 
 
@@ -253,7 +254,7 @@ def rero_gamma_psnr(eta, *, N, C, sigma, data_range=1.0, T=1):
     return rero_gamma_mse(eta_hat, N=N, C=C, sigma=sigma, T=T)
 
 
-def worst_case_success(sigma, kappa, T=1):
+def worst_case_success(sigma, *, kappa, T=1):
     """Table 1, "worst-case success" (formula not printed in the paper; reconstructed, reproduces all 17 rows).
 
     ReRo bound of a mu-GDP mechanism with ``mu = sqrt(T) / sigma`` (add/remove adjacency; Dong et al. 2022;
@@ -295,21 +296,21 @@ def _fmt_mse(v: float) -> str:
     return f"{v:.1f}" if 0.1 <= v <= 1.0 else f"{v:.1e}"
 
 
-def table1_row(sigma, C, N, T, kappa) -> dict:
+def table1_row(sigma, *, C, N, T, kappa) -> dict:
     """One row of Table 1 recomputed, formatted at the paper's printed precision, with our exact columns beside.
 
     Exact columns *[ours]*: the data-independent maximum of the exact ``E[NCC]`` (:func:`ncc_mean_exact` at
     ``a = sqrt(T)/sigma``) and the exact ``E[PSNR]`` of an unclipped sample of range 1 (bound + Delta_N).
     """
-    worst = float(worst_case_success(sigma, kappa, T))
-    mse = float(mse_lower_bound(C, sigma, T))
-    psnr = float(psnr_upper_bound(C, sigma, T))
-    ncc = float(ncc_bound_dim(N, sigma, T))
+    worst = float(worst_case_success(sigma, kappa=kappa, T=T))
+    mse = float(mse_lower_bound(C, sigma=sigma, T=T))
+    psnr = float(psnr_upper_bound(C, sigma=sigma, T=T))
+    ncc = float(ncc_bound_dim(N, sigma=sigma, T=T))
     return {
         "worst": f"{100 * worst:.1f}%",
         "mse": _fmt_mse(mse),
         "psnr": f"{psnr:.1f}".replace("-0.0", "0.0"),
         "ncc": f"{100 * ncc:.1f}%",
-        "ncc_exact": float(ncc_mean_exact(int(N), np.sqrt(T) / sigma)) if N <= 1e6 else ncc,
+        "ncc_exact": float(ncc_mean_exact(int(N), a=np.sqrt(T) / sigma)) if N <= 1e6 else ncc,
         "psnr_exact": float(psnr + psnr_jensen_gap(N)),
     }

@@ -154,7 +154,7 @@ def subsampled_curves(*, sample_rates, points: int, steps: int = 1000, kappa: fl
                 warnings.simplefilter("ignore")
                 sigma = get_noise_multiplier(target_epsilon=float(eps), target_delta=delta, sample_rate=float(q),
                                              steps=steps, accountant="rdp", epsilon_tolerance=0.005)
-            full = float(zb.worst_case_success(sigma, kappa, steps))
+            full = float(zb.worst_case_success(sigma, kappa=kappa, T=steps))
             if q == 1:
                 estimate = certified = full
             else:

@@ -128,7 +128,7 @@ def variance_table(x0: torch.Tensor, *, C: float, sigma: float, n_draws: int,
     ``beta c`` of eq. (10), ``beta = min(1, C / (sqrt(M) |c| ||X||))``.
     """
     norm = float(x0.norm())
-    m_star, m_printed = mte.optimal_rows(C, norm), mte.optimal_rows_as_printed(C, norm)
+    m_star, m_printed = mte.optimal_rows(C, min_norm=norm), mte.optimal_rows_as_printed(C, min_norm=norm)
     batch = x0.expand(n_draws, *x0.shape[1:]).contiguous()
     rows = []
     for M, c in ((1, 1.0), (m_printed, 1.0), (m_star, 1.0), (4 * m_star, 1.0), (1, float(np.sqrt(m_star)))):
@@ -144,7 +144,8 @@ def variance_table(x0: torch.Tensor, *, C: float, sigma: float, n_draws: int,
         p_two = stats.ks_2samp(resid[::step], (light - x0).double().cpu().numpy().ravel()[::step]).pvalue
         rows.append({"M": M, "loss scale c": c, "M c²": M * c * c, "Var(X̂ − X) opacus": var,
                      "± SE": checks.variance_se(var, resid.size),
-                     "σ² max(|X|², C²/(Mc²))": float(mte.reconstruction_variance(sigma, norm, C, M, c)),
+                     "σ² max(|X|², C²/(Mc²))": float(mte.reconstruction_variance(sigma, norm=norm, C=C, M=M,
+                                                                                  loss_scale=c)),
                      "rows' plain mean / X": coefficient, "rows' mean SE": coefficient_se, "β c (eq. 10)": beta_c,
                      "KS p vs memory-light sampler": p_two})
     return pd.DataFrame(rows)
@@ -167,7 +168,7 @@ def shrinkage_counterexample(rng: np.random.Generator, generator: torch.Generato
         nx = float(x.norm())
         rel = attack.sample_rows_release(x, nx, s, rows=1, n_draws=min(n_mc // 10, 2_000_000 // n),
                                          generator=generator)[:, 0]
-        a = float(mte.shrinkage_factor(n, s))
+        a = float(mte.shrinkage_factor(n, sigma=s))
         mse_mvue = metrics.mse(x.expand_as(rel), rel).numpy()
         mse_shrunk = metrics.mse(x.expand_as(rel), a * rel).numpy()
         m1, se1 = checks.mean_se(mse_mvue)
@@ -175,7 +176,7 @@ def shrinkage_counterexample(rng: np.random.Generator, generator: torch.Generato
         expected = float(mte.expected_mse(sigma=s, norm=nx))
         eta = 0.5 * (1 + a) * expected  # midway between E[MSE(a X_hat)] = a * expected and E[MSE(X_hat)]
         rows.append({"N": n, "sigma": s, "mvue": m1, "mvue_se": se1, "mvue_theory": mte.expected_mse(sigma=s, norm=nx),
-                     "shrunk": m2, "shrunk_se": se2, "shrunk_theory": mte.shrinkage_expected_mse(s, nx, n),
+                     "shrunk": m2, "shrunk_se": se2, "shrunk_theory": mte.shrinkage_expected_mse(s, norm=nx, N=n),
                      "eta": eta, "gamma": float(mte.rero_gamma_mse(eta, N=n, sigma=s, min_norm=nx)),
                      "mvue_hit": float(np.mean(mse_mvue <= eta)), "hit": float(np.mean(mse_shrunk <= eta)),
                      "draws": len(mse_shrunk)})
@@ -216,7 +217,8 @@ def rero_on_a_data_set(rng: np.random.Generator, generator: torch.Generator, n_m
         rows.append({"sample": which, "|X|": float(x.norm()), "P(MSE ≤ η) MC": float(np.mean(mse_x <= eta_m)),
                      "paper's γ(η) (24)": float(mte.rero_gamma_mse(eta_m, N=10, sigma=sigma, min_norm=m_D)),
                      "P(PSNR ≥ η) MC": float(np.mean(psnr_x >= eta_p)),
-                     "exact (per target)": float(mte.psnr_success_probability(eta_p, 10, sigma, float(x.norm()), 1.0)),
+                     "exact (per target)": float(mte.psnr_success_probability(eta_p, N=10, sigma=sigma,
+                                                                              norm=float(x.norm()), data_range=1.0)),
                      "paper's bound (25)": float(mte.rero_gamma_psnr(eta_p, N=10, sigma=sigma, min_norm=m_D,
                                                                      data_range=1.0))})
     return pd.DataFrame(rows)
@@ -286,7 +288,7 @@ def plot_figure2(fig2: pd.DataFrame, regimes: dict, u_norms: np.ndarray):
                     ax.fill_between(np.log10(grid_s), lo, hi, color=plotting.BOUND, alpha=0.2,
                                     label="theory, 5-95 %")
                 else:
-                    ax.plot(np.log10(grid_s), mte.ncc_bound(4, grid_s), "k--", label="bound (28)")
+                    ax.plot(np.log10(grid_s), mte.ncc_bound(4, sigma=grid_s), "k--", label="bound (28)")
                 ax.set_ylabel(f"{label}\n{metric}" if j == 0 else metric)
                 if i == 2:
                     ax.set_xlabel(r"$\log_{10}\sigma$")
@@ -316,13 +318,15 @@ def plot_figure3():
             colours = plt.cm.viridis(np.linspace(0, 0.85, len(values)))
             for v, colour in zip(values, colours):
                 p = {**fixed, key: v}
-                axes[i, 0].plot(eta_mse, mte.mse_cdf(eta_mse, p["N"], p["sigma"], p["norm"]), color=colour,
+                axes[i, 0].plot(eta_mse, mte.mse_cdf(eta_mse, N=p["N"], sigma=p["sigma"], norm=p["norm"]), color=colour,
                                 label=f"{v:g}")
                 axes[i, 0].axvline(float(mte.expected_mse(sigma=p["sigma"], norm=p["norm"])), color=colour, ls="--",
                                    lw=1)
-                axes[i, 1].plot(eta_psnr, mte.psnr_success_probability(eta_psnr, p["N"], p["sigma"], p["norm"], 1.0),
+                axes[i, 1].plot(eta_psnr, mte.psnr_success_probability(eta_psnr, N=p["N"], sigma=p["sigma"],
+                                                                       norm=p["norm"], data_range=1.0),
                                 color=colour)
-                expected_psnr[(name, v)] = float(mte.psnr_mean(p["N"], p["sigma"], p["norm"], 1.0))
+                expected_psnr[(name, v)] = float(mte.psnr_mean(p["N"], sigma=p["sigma"], norm=p["norm"],
+                                                               data_range=1.0))
                 axes[i, 1].axvline(expected_psnr[(name, v)], color=colour, ls="--", lw=1)
             axes[i, 0].set(xscale="log", xlabel="MSE threshold η", ylabel="P(MSE ≤ η)", ylim=(-0.1, 1.1))
             axes[i, 1].set(xlabel="PSNR threshold η [dB]", ylabel="P(PSNR ≥ η)", ylim=(-0.1, 1.1))
@@ -360,13 +364,14 @@ def ncc_sample_law(rng: np.random.Generator, generator: torch.Generator, n_mc: i
         nx, var = float(x.norm()), float(x.var(unbiased=False))
         rel = attack.sample_rows_release(x, nx, s, rows=1, n_draws=min(n_mc, 4_000_000 // n), generator=generator)[:, 0]
         r = metrics.ncc(x.expand_as(rel), rel).numpy()
-        rho = float(mte.ncc_rho(s, nx, var, n))
-        bound = float(mte.ncc_bound(n, s))
+        rho = float(mte.ncc_rho(s, norm=nx, variance=var, N=n))
+        bound = float(mte.ncc_bound(n, sigma=s))
         _, se = checks.mean_se(r)
         rows.append({"N": n, "σ": s, "mean sample NCC": r.mean(),
-                     "paper's Prop. 6 (28)": float(mte.ncc_limit(s, nx, var)), "paper's bound (28)": bound,
-                     "P(NCC > bound) MC": float(np.mean(r > bound)),
-                     "exact law": float(1 - mte.ncc_cdf_exact(bound, n, rho)), "SE of the mean": se, "draws": len(r)})
+                     "paper's Prop. 6 (28)": float(mte.ncc_limit(s, norm=nx, variance=var)),
+                     "paper's bound (28)": bound, "P(NCC > bound) MC": float(np.mean(r > bound)),
+                     "exact law": float(1 - mte.ncc_cdf_exact(bound, N=n, rho=rho)), "SE of the mean": se,
+                     "draws": len(r)})
         samples.append((n, r, rho))
     return pd.DataFrame(rows), samples
 
@@ -405,8 +410,9 @@ def plot_figure4(fig4: pd.DataFrame, images: torch.Tensor, norms: np.ndarray):
     variances = images.double().cpu().numpy().reshape(len(images), -1).var(axis=1)
     e_mse, _ = figure4_mse_theory(norms, images[0].numel(), sig)
     theory = {"MSE": [(e_mse, "E[MSE], Prop. 2", plotting.EXACT, ":")],
-              "NCC": [([np.mean(mte.ncc_limit(s, norms, variances)) for s in sig], "Prop. 6 (28)", plotting.EXACT, ":"),
-                      (mte.ncc_bound(images[0].numel(), sig), "bound (28)", plotting.DIM_BOUND, "--")]}
+              "NCC": [([np.mean(mte.ncc_limit(s, norm=norms, variance=variances)) for s in sig], "Prop. 6 (28)",
+                       plotting.EXACT, ":"),
+                      (mte.ncc_bound(images[0].numel(), sigma=sig), "bound (28)", plotting.DIM_BOUND, "--")]}
     shown = ["MSE", "PSNR", "NCC", "NMI", "SSIM"] + (["LPIPS"] if "LPIPS" in fig4 else [])
     with plt.rc_context(READABLE_FONTS):
         fig, axes = plt.subplots(2, 3, figsize=(7.4, 5.6), sharex=True)

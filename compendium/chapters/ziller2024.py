@@ -122,11 +122,11 @@ def ncc_cases(rng: np.random.Generator, *, n_mc: int, seed: int, sizes=(10, 50))
             rel = linear_layer.sample_release(xt, C, s, n_draws=n_mc,
                                               generator=torch.Generator().manual_seed(seed))[:, 0]
             ncc_draws = metrics.ncc(xt.expand_as(rel), rel).numpy()
-            a = zb.ncc_snr(x, C, s)
+            a = zb.ncc_snr(x, C=C, sigma=s)
             mean, se = checks.mean_se(ncc_draws)
             rows.append({"N": n, "sample": kind, "a": a, "MC mean NCC": mean, "± SE": se,
-                         "exact mean (ours)": zb.ncc_mean_exact(n, a), "eq. (7)": zb.ncc_eq7(x, C, s),
-                         "bound (8)": float(zb.ncc_bound_dim(n, s))})
+                         "exact mean (ours)": zb.ncc_mean_exact(n, a=a), "eq. (7)": zb.ncc_eq7(x, C=C, sigma=s),
+                         "bound (8)": float(zb.ncc_bound_dim(n, sigma=s))})
             draws[(n, kind)] = ncc_draws
     return pd.DataFrame(rows), draws
 
@@ -152,7 +152,7 @@ def rero_cases(rng: np.random.Generator, *, n_mc: int, seed: int, n: int = 48, s
         m = metrics.mse(xt.expand_as(rel), rel).numpy()
         ps = metrics.psnr(xt.expand_as(rel), rel).numpy()
         mse_draws[label], laws[label] = m, zb.mse_distribution(x, C=C, sigma=sigma)
-        lam = zb.mse_noncentrality(x, C, sigma)
+        lam = zb.mse_noncentrality(x, C=C, sigma=sigma)
         for eta in (0.8, 1.0, 1.2):
             thr = eta * C**2 * sigma**2  # MSE threshold at eta times the bound
             eta_psnr = 10 * np.log10(r**2 / thr)
@@ -179,16 +179,17 @@ def figure2(*, n_mc: int, seed: int, n: int = 50) -> dict:
     g = torch.Generator().manual_seed(seed)
     rel_u = linear_layer.sample_release(x_unclipped, C, s, n_draws=n_mc, generator=g)[:, 0]
     rel_c = linear_layer.sample_release(x_centred, C, s, n_draws=n_mc, generator=g)[:, 0]
-    a = zb.ncc_snr(x_centred.numpy().ravel(), C, s)
+    a = zb.ncc_snr(x_centred.numpy().ravel(), C=C, sigma=s)
     return {
         "MSE": dict(draws=metrics.mse(x_unclipped.expand_as(rel_u), rel_u).numpy(),
-                    cdf=lambda e: zb.rero_gamma_mse(e, N=n, C=C, sigma=s), bound=float(zb.mse_lower_bound(C, s)),
+                    cdf=lambda e: zb.rero_gamma_mse(e, N=n, C=C, sigma=s), bound=float(zb.mse_lower_bound(C, sigma=s)),
                     grid=np.linspace(0.2, 2.0, 300), xlabel="threshold η"),
         "PSNR": dict(draws=metrics.psnr(x_unclipped.expand_as(rel_u), rel_u).numpy(),
-                     cdf=lambda e: zb.psnr_cdf_prop7(e, n, C, s), bound=float(zb.psnr_upper_bound(C, s)),
+                     cdf=lambda e: zb.psnr_cdf_prop7(e, N=n, C=C, sigma=s),
+                     bound=float(zb.psnr_upper_bound(C, sigma=s)),
                      grid=np.linspace(-4, 4, 300), xlabel="threshold η [dB]"),
         "NCC": dict(draws=metrics.ncc(x_centred.expand_as(rel_c), rel_c).numpy(),
-                    cdf=lambda e: zb.ncc_cdf_exact(e, n, a), bound=float(zb.ncc_bound_dim(n, s)),
+                    cdf=lambda e: zb.ncc_cdf_exact(e, N=n, a=a), bound=float(zb.ncc_bound_dim(n, sigma=s)),
                     grid=np.linspace(-0.6, 0.8, 300), xlabel="threshold η"),
     }
 
@@ -234,7 +235,7 @@ def figure1_theory(x_all: np.ndarray, clip_norms, sigmas) -> pd.DataFrame:
             var_mse = zb.mse_distribution(x_all, C=C, sigma=s).var()
             frames.append(pd.DataFrame({
                 "C": C, "sigma": s, "image": np.arange(len(x_all)), "E_MSE": zb.expected_mse(x_all, C=C, sigma=s),
-                "Var_MSE": var_mse, "E_NCC_eq7": zb.ncc_eq7(x_all, C, s),
+                "Var_MSE": var_mse, "E_NCC_eq7": zb.ncc_eq7(x_all, C=C, sigma=s),
                 "E_PSNR_unclipped": 10 * np.log10(ranges**2 / (C**2 * s**2)) + zb.psnr_jensen_gap(n_dim),
                 "clipped": np.linalg.norm(flat, axis=1) > C}))
     return pd.concat(frames, ignore_index=True)
@@ -264,8 +265,8 @@ def figure1_summary(results: pd.DataFrame, theory: pd.DataFrame, x_all: np.ndarr
     }).reset_index()
     summary["bound (5)"] = summary.C**2 * summary.sigma**2
     mean_sq_range = float(np.mean(np.ptp(x_all.reshape(len(x_all), -1), axis=1) ** 2))
-    summary["bound (6)"] = zb.psnr_upper_bound(summary.C, summary.sigma, mean_sq_range=mean_sq_range)
-    summary["bound (8)"] = zb.ncc_bound_dim(n_dim, summary.sigma)
+    summary["bound (6)"] = zb.psnr_upper_bound(summary.C, sigma=summary.sigma, mean_sq_range=mean_sq_range)
+    summary["bound (8)"] = zb.ncc_bound_dim(n_dim, sigma=summary.sigma)
     summary["bound (9)"] = zb.ncc_bound_free(summary.sigma)
     return summary, mean_sq_range
 
@@ -319,9 +320,10 @@ def figure3_at_clip(cells: pd.DataFrame, images: dict, C: float) -> pd.DataFrame
     """The cells of :func:`figure3_cells` at the maximum gradient norm ``C``, sorted by ``sigma`` and resolution,
     with eq. (7) (``eq7``) and bound (8) (``bound8``) of Proposition 3 for each image."""
     at = cells[cells.C == C].sort_values(["sigma", "resolution"])
-    return at.assign(eq7=[zb.ncc_eq7(images[r].double().cpu().numpy().ravel(), C, s)
+    return at.assign(eq7=[zb.ncc_eq7(images[r].double().cpu().numpy().ravel(), C=C, sigma=s)
                           for r, s in zip(at.resolution, at.sigma)],
-                     bound8=[float(zb.ncc_bound_dim(images[r].numel(), s)) for r, s in zip(at.resolution, at.sigma)])
+                     bound8=[float(zb.ncc_bound_dim(images[r].numel(), sigma=s))
+                             for r, s in zip(at.resolution, at.sigma)])
 
 
 def figure3_resolutions(large: pd.DataFrame, images: dict) -> pd.DataFrame:
@@ -370,7 +372,7 @@ def table1() -> pd.DataFrame:
     ``E[PSNR]`` of an unclipped sample of range 1, after the NCC our exact maximum ``E[NCC]``."""
     rows = []
     for varying, s, C, N, T, kappa, *printed in zb.table1_rows:
-        ours = zb.table1_row(s, C, N, T, kappa)
+        ours = zb.table1_row(s, C=C, N=N, T=T, kappa=kappa)
         value = {"sigma": s, "C": C, "N": N, "T": T, "kappa": kappa}.get(varying)
         name = "baseline" if varying == "baseline" else f"{_VARIED[varying]}\u00a0=\u00a0{_setting(value)}"
         rows.append({"varied": name,
@@ -410,10 +412,10 @@ def figure1_curves(summary: pd.DataFrame, sig_fine, n_dim: int, mean_sq_range: f
         curves[("MSE", C)] = [(sig_fine, C**2 * sig_fine**2, "bound (5)", plotting.BOUND, STYLE["bound (5)"]),
                               (cell.sigma, cell["E[MSE] (4)"], "E[MSE], Prop. 1 (per-image mean)", plotting.EXACT,
                                STYLE["exact"])]
-        curves[("PSNR", C)] = [(sig_fine, zb.psnr_upper_bound(C, sig_fine, mean_sq_range=mean_sq_range), "bound (6)",
-                                plotting.BOUND, STYLE["bound (6)"])]
+        curves[("PSNR", C)] = [(sig_fine, zb.psnr_upper_bound(C, sigma=sig_fine, mean_sq_range=mean_sq_range),
+                                "bound (6)", plotting.BOUND, STYLE["bound (6)"])]
         curves[("NCC", C)] = [(sig_fine, zb.ncc_bound_free(sig_fine), "bound (9)", plotting.BOUND, STYLE["bound (9)"]),
-                              (sig_fine, zb.ncc_bound_dim(n_dim, sig_fine), "bound (8)", plotting.DIM_BOUND,
+                              (sig_fine, zb.ncc_bound_dim(n_dim, sigma=sig_fine), "bound (8)", plotting.DIM_BOUND,
                                STYLE["bound (8)"]),
                               (cell.sigma, cell["mean (7)"], "eq. (7) (per-image mean)", plotting.EXACT,
                                STYLE["exact"])]
@@ -431,12 +433,13 @@ def figure3_curves(images: dict, clip_norms, sig_fine) -> dict:
         curves[("PSNR", C)], curves[("NCC", C)] = [], []
         for r in sorted(images):
             x = images[r].double().cpu().numpy().ravel()
-            curves[("PSNR", C)].append((sig_fine, zb.psnr_upper_bound(C, sig_fine, mean_sq_range=float(np.ptp(x)) ** 2),
+            curves[("PSNR", C)].append((sig_fine,
+                                        zb.psnr_upper_bound(C, sigma=sig_fine, mean_sq_range=float(np.ptp(x)) ** 2),
                                         f"bound (6), {r} px", colours[r], STYLE["bound (6)"]))
-            eq7 = [zb.ncc_eq7(x, C, s) for s in sig_fine]
+            eq7 = [zb.ncc_eq7(x, C=C, sigma=s) for s in sig_fine]
             curves[("NCC", C)] += [(sig_fine, eq7, f"eq. (7), {r} px", colours[r], STYLE["exact"]),
-                                   (sig_fine, zb.ncc_bound_dim(x.size, sig_fine), f"bound (8), {r} px", colours[r],
-                                    STYLE["bound (8)"])]
+                                   (sig_fine, zb.ncc_bound_dim(x.size, sigma=sig_fine), f"bound (8), {r} px",
+                                    colours[r], STYLE["bound (8)"])]
     return curves
 
 
