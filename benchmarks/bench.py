@@ -81,15 +81,38 @@ def hcr_timings(scale: str = "book") -> dict[str, float]:
 
     cfg, model, x, sigma = _hcr_digits_task(scale)
     exact = hcr.float64_copy(model).features
-    seconds, bounds = {}, {}
+    seconds, bounds, iterations = {}, {}, {}
     for solve in ("joint", "per_restart"):
         start = time.perf_counter()
         res = hcr.hcr_bound(model.features, x, sigma, cfg.num_restarts, max(cfg.power_iterations),
                             cfg.gray_diffdivs[0], torch.Generator().manual_seed(cfg.seed), solve=solve, exact_map=exact)
         seconds[solve], bounds[solve] = time.perf_counter() - start, res.bound_dct
+        iterations[solve] = int(res.lsqr_iterations.sum())
+    # The floor of the joint solve: every LSQR iteration applies J and J^T to each example of its restart's block,
+    # one JVP (primal and tangent: 2 x 2 W flops for W weights) and one VJP (primal and cotangent: 2 x 2 W), so
+    # 8 W flops per example and iteration, at the machine's dense float32 GEMM rate.
+    weights = sum(p.numel() for p in model.features.parameters())
+    flops = 8 * weights * len(x) * iterations["joint"]
+    floor = flops / gemm_flops_per_second()
     return {"images": len(x), "seconds_per_image": seconds["joint"] / len(x),
             "speedup": seconds["per_restart"] / seconds["joint"],
-            "max_rel_diff": float(np.abs(bounds["joint"] / bounds["per_restart"] - 1).max())}
+            "max_rel_diff": float(np.abs(bounds["joint"] / bounds["per_restart"] - 1).max()),
+            "seconds": seconds["joint"], "iterations": iterations["joint"], "gflop": flops / 1e9, "floor": floor}
+
+
+def gemm_flops_per_second(size: int = 2048, repeats: int = 5) -> float:
+    """The machine's dense float32 matrix-multiply rate (flop/s) with torch's threads as they are set: the best of
+    ``repeats`` products of two ``size x size`` matrices (``2 size^3`` flops each)."""
+    import torch
+
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    a @ b  # warm-up
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - start)
+    return 2 * size ** 3 / best
 
 
 def shadow_heads_speedup(batched: int = 5000, looped: int = 200, repeats: int = 5) -> dict[str, float]:
@@ -229,6 +252,9 @@ def main(argv: list[str] | None = None) -> int:
                      f"x{hcr_row['speedup']:.1f} faster than per-restart, "
                      f"max |rel diff| {hcr_row['max_rel_diff']:.1e})",
                      hcr_row["seconds_per_image"], None, True))
+        rows.append((f"HCR joint solve @ {scale}: {hcr_row['iterations']} LSQR iterations, "
+                     f"{hcr_row['gflop']:.2f} GFLOP, floor {hcr_row['floor']:.2f} s at the GEMM rate, "
+                     f"x{hcr_row['seconds'] / hcr_row['floor']:.0f} above it", hcr_row["seconds"], None, True))
     for scale in chosen:
         times = diffusion_timings(scale)
         rows.append((f"diffusion prior training @ {scale}", times["prior"], None, True))
