@@ -10,6 +10,11 @@ from pathlib import Path
 
 import torch
 
+#: The environment variable the book's build sets while it executes a chapter
+#: (:func:`compendium.book.execute_notebook`): a figure is then only glued for the page's numbered figure, not also
+#: shown inline (:func:`compendium.plotting.show_figure`).
+BOOK_BUILD = "COMPENDIUM_BOOK_BUILD"
+
 
 def resolve_device(device: str = "auto") -> torch.device:
     """``"auto"`` means CUDA when available, else CPU; anything else must name a usable torch device.

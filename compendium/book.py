@@ -29,7 +29,7 @@ import papermill
 
 import compendium
 from compendium import chapters
-from compendium.base import in_repository, repository_root, resolve_device
+from compendium.base import BOOK_BUILD, in_repository, repository_root, resolve_device
 
 KERNEL = "python3"
 # executed notebooks carry {"cache_key", "parameters", "version", "seconds", "cpus", "threads"} under this key
@@ -100,6 +100,8 @@ def execute_notebook(
     failed = target.with_name(f"{target.stem}.failed.ipynb")
     print(f"[{label}] executing {source} with {parameters}", flush=True)
     start = time.perf_counter()
+    previous = os.environ.get(BOOK_BUILD)
+    os.environ[BOOK_BUILD] = "1"  # the kernel inherits it: figures are glued for the page, not shown twice
     try:
         papermill.execute_notebook(
             str(source), str(partial), parameters=parameters, kernel_name=KERNEL, cwd=str(source.parent),
@@ -113,6 +115,11 @@ def execute_notebook(
             where = "papermill wrote no output notebook; see the papermill messages above"
         detail = f"{err.ename}: {err.evalue}" if isinstance(err, papermill.PapermillExecutionError) else repr(err)
         raise ChapterExecutionError(f"chapter {label!r} failed with {detail}; {where}") from err
+    finally:
+        if previous is None:
+            os.environ.pop(BOOK_BUILD, None)
+        else:
+            os.environ[BOOK_BUILD] = previous
 
     executed = nbformat.read(partial, as_version=4)
     for cell in executed.cells:  # papermill's copy of the parameters: the chapter's own cell already shows them

@@ -5,10 +5,16 @@ dashed purple); our exact or corrected curves are dotted black.  Functions retur
 """
 from __future__ import annotations
 
+import os
+
 import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 import torch
+from IPython.display import display
+from myst_nb import glue
+
+from compendium.base import BOOK_BUILD
 
 BOUND = "#ff7f0e"  # the paper's bound on the expectation
 DIM_BOUND = "#9467bd"  # the dimension-aware NCC bound
@@ -195,3 +201,14 @@ def table(frame, *, digits: int = 4, formats: dict | None = None, caption: str |
         styler = styler.set_caption(caption)
     digest = hashlib.sha256(frame.to_csv().encode() + (caption or "").encode()).hexdigest()[:10]
     return Table(styler.set_uuid(f"t{digest}").set_table_attributes('class="compendium-table"'), frame)
+
+
+def show_figure(key: str, fig) -> None:
+    """A chapter's figure: glued under ``key`` (myst-nb) for the ``{glue:figure}`` directive under its cell, which
+    numbers and captions it on the book's page, and also shown inline in a live kernel (Jupyter, Binder, Colab), but
+    not while the book's build executes the chapter (:data:`compendium.base.BOOK_BUILD`), so that the page shows it
+    once.  The figure is closed afterwards."""
+    glue(key, fig, display=False)
+    if not os.environ.get(BOOK_BUILD):
+        display(fig)
+    plt.close(fig)

@@ -154,3 +154,39 @@ def test_code_lines_fit_the_page(path: Path) -> None:
     long = [(i, line) for i, cell in enumerate(nbformat.read(path, as_version=4).cells) if cell.cell_type == "code"
             for line in cell.source.split("\n") if len(line) > CODE_WIDTH]
     assert not long, f"{path.name}: code lines over {CODE_WIDTH} characters (cell, line): {long[:5]}"
+
+
+#: a figure's glue key, ``<prefix>-fig-<name>``, as a string in a code cell: the first argument of ``glue``, or an
+#: item of a list of keys that a loop glues
+_FIGURE_KEY = re.compile(r"""["']([a-z0-9]+-fig-[\w-]+)["']""")
+_FIGURE_DIRECTIVE = re.compile(r"^(?:`{3,}|:{3,})\{glue:figure\}[ \t]+(\S+)[ \t]*\n((?:[ \t]*:[\w-]+:.*\n)*)", re.M)
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.stem)
+def test_every_figure_is_glued_and_captioned(path: Path) -> None:
+    """No figure is a bare ``plt.show()`` output: a cell hands each figure it makes to
+    ``plotting.show_figure("<prefix>-fig-<name>", fig)`` (glued for the page, shown inline in a live kernel), and
+    exactly one ``{glue:figure}`` directive of the same notebook shows it, numbered, with
+    a caption and ``:name:`` equal to the key, so that the prose can ``{numref}`` it; no directive shows a figure that
+    no cell glues.  (That each key really is glued with an image is seen in the executed notebook: a missing key
+    fails the build.)"""
+    cells = nbformat.read(path, as_version=4).cells
+    problems = [f"code cell {cell.get('id')} calls plt.show()" for cell in cells
+                if cell.cell_type == "code" and re.search(r"\bplt\.show\(", cell.source)]
+    glued = [key for cell in cells if cell.cell_type == "code" for key in _FIGURE_KEY.findall(cell.source)]
+    problems += [f"{key} is glued {glued.count(key)} times" for key in sorted(set(glued)) if glued.count(key) > 1]
+    directives = [(key, dict(re.findall(r"^[ \t]*:([\w-]+):[ \t]*(.*?)[ \t]*$", options, re.M)))
+                  for cell in cells if cell.cell_type == "markdown"
+                  for key, options in _FIGURE_DIRECTIVE.findall(cell.source)]
+    shown = [key for key, _ in directives if "-fig-" in key]
+    for key in sorted(set(glued)):
+        if shown.count(key) != 1:
+            problems.append(f"{key} is glued but shown by {shown.count(key)} {{glue:figure}} directives, not one")
+    for key, options in directives:
+        if "-fig-" not in key:
+            continue
+        if key not in glued:
+            problems.append(f"a {{glue:figure}} directive shows {key}, which no code cell glues")
+        if options.get("name") != key:
+            problems.append(f"the {{glue:figure}} directive of {key} has :name: {options.get('name')!r}, not the key")
+    assert not problems, f"{path.name}:\n" + "\n".join(problems)
