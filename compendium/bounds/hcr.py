@@ -36,9 +36,13 @@ __all__ = [
     "gaussian_chi2", "hcr_variance_bound", "hcr_sd_bound", "hcr_mse_bound", "hcr_sd_along",
     "fisher_diagonal_bound_eq18", "cramer_rao_bound", "crb_direction", "hcr_linear_optimal",
     "dct2", "idct2", "dct_matrix", "low_frequency", "noise_sigma", "bound_visualisation",
-    "algorithm1_linear_closed_form", "HCRResult", "hcr_bound", "float64_copy", "SOLVES",
+    "algorithm1_linear_closed_form", "HCRResult", "hcr_bound", "float64_copy", "SOLVES", "CODE_ATOL_FACTOR",
 ]
 
+
+#: The authors' LSQR tolerance (``lsqr_atol="code"``): ``atol`` is this factor times the smallest ``||z_tilde||`` of
+#: the examples of a solve (github.com/facebookresearch/hcrbounds).
+CODE_ATOL_FACTOR = 2e-2
 
 _SIGMA = "standard deviation of the dithering noise"
 
@@ -573,9 +577,9 @@ def hcr_bound(feature_map, x, sigma, num_restarts: int = 25, num_power_iteration
         ``"per_restart"`` for such a model, with ``chunk_size`` the minibatch whose statistics it uses.
     jac_at : ``"current"`` (the authors' code: Jacobian at ``x + eps^(j-1)``) or ``"base"`` (Algorithm 1 as printed:
         at ``x``).  In both cases ``eps^(j)`` is added to the original ``x``.
-    lsqr_atol : ``"code"`` (the authors' rule ``atol = 0.02 min_b ||z_tilde_b||`` over the examples of a solve, an
-        absolute size handed to scipy's relative tolerance, so it shrinks with ``s``) or a float passed to scipy as
-        is.
+    lsqr_atol : ``"code"`` (the authors' rule ``atol = CODE_ATOL_FACTOR min_b ||z_tilde_b||`` over the examples
+        of a solve, an absolute size handed to scipy's relative tolerance, so it shrinks with ``s``) or a float passed
+        to scipy as is.
     lsqr_btol, iter_lim : scipy's ``btol`` (code: 1e-8) and iteration cap (``None``: scipy's ``2 x`` columns).
     exact_map : the same feature map in float64 (e.g. a ``double()`` copy of the model), used for the forward passes
         that give ``z_eps`` (steps 6-7) when the Jacobian products run in float32 (as the authors' code does, and
@@ -694,7 +698,7 @@ def _algorithm1(feature_map, forward, x, x_exact, noise, a0, diffdiv, n_it, solv
             make_op = lambda blocks: _jacobian_operator(  # noqa: E731
                 feature_map, pts[torch.as_tensor(blocks, device=pts.device)].reshape((-1,) + shape))
             zt_blocks = zt.reshape(R, B * n)
-            atol = (2e-2 * np.linalg.norm(zt, axis=1).reshape(R, B).min(axis=1) if lsqr_atol == "code"
+            atol = (CODE_ATOL_FACTOR * np.linalg.norm(zt, axis=1).reshape(R, B).min(axis=1) if lsqr_atol == "code"
                     else np.full(R, float(lsqr_atol)))
             with threadpool_limits(1, user_api="blas"):
                 sol, itn, r1 = _block_lsqr(make_op, zt_blocks, B * p, atol, lsqr_btol,
@@ -708,7 +712,7 @@ def _algorithm1(feature_map, forward, x, x_exact, noise, a0, diffdiv, n_it, solv
             else:
                 point = x_all[g] + torch.as_tensor(eps[g], dtype=x.dtype, device=x.device).reshape((len(g),) + shape)
                 op = _jacobian_operator(feature_map, point)
-            atol = 2e-2 * np.linalg.norm(zt[g], axis=1).min() if lsqr_atol == "code" else float(lsqr_atol)
+            atol = CODE_ATOL_FACTOR * np.linalg.norm(zt[g], axis=1).min() if lsqr_atol == "code" else float(lsqr_atol)
             # step 5.  LSQR's own vector work is tiny; OpenBLAS threads spinning between its calls would fight torch's
             # threads in the Jacobian products (4x slower on 2 cores), so numpy's BLAS runs single-threaded here.
             with threadpool_limits(1, user_api="blas"):

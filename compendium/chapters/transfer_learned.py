@@ -136,7 +136,9 @@ def paper_numbers() -> dict[str, float]:
     constants above): ``tl_paper_<experiment>_<N>_{tpr,fpr,tpr01}`` (Table 1; experiment ``mnist``, ``cifar`` or
     ``celeba``), ``tl_paper_<kind>_<experiment>_{tpr,fpr}`` at ``N = 10`` for ``uncond``, ``binary``, ``adam`` and
     ``ood`` (Section 3.2), ``tl_paper_acc_<experiment>_<N>`` (Tables 4 and 5), ``tl_paper_t5_<N>_<rate>_{mean,sd}``
-    (Table 5), ``tl_paper_tau_<experiment>`` and ``tl_paper_eps_<experiment>_<N>`` (Section 4's defended epsilon)."""
+    (Table 5), ``tl_paper_tau_<experiment>`` and ``tl_paper_eps_<experiment>_<N>`` (Section 4's defended epsilon),
+    ``tl_paper_t3_<row>_{lr,init_std}`` (Table 3's MNIST, binary and CelebA rows) and ``tl_paper_gamma`` (the
+    defence's threshold)."""
     numbers = {}
     for experiment, rows in PAPER_TABLE1.items():
         for n, (tpr, fpr, tpr01) in rows.items():
@@ -155,7 +157,9 @@ def paper_numbers() -> dict[str, float]:
     numbers |= {f"tl_paper_tau_{experiment.lower()}": tau for experiment, tau in PAPER_TAU_NN.items()}
     numbers |= {f"tl_paper_eps_{experiment.lower()}_{n}": eps
                 for (experiment, n), eps in PAPER_DEFENDED_EPSILON.items()}
-    return {key: float(value) for key, value in numbers.items()}
+    for row, recipe in (("mnist", _MNIST_ROW), ("binary", _EVEN_ODD), ("celeba", _CELEBA_ROW)):
+        numbers |= {f"tl_paper_t3_{row}_lr": recipe["lr"], f"tl_paper_t3_{row}_init_std": recipe["init_std"]}
+    return {key: float(value) for key, value in numbers.items()} | {"tl_paper_gamma": GAMMA}
 
 
 SCALES = {
