@@ -222,16 +222,16 @@ def diffusion_item(device, tiny: bool) -> list[dict]:
     g = torch.Generator(device=device).manual_seed(0)
     x = torch.rand(1, 3, size, size, generator=g, device=device) * 2 - 1
     label = torch.zeros(1, dtype=torch.long, device=device)
-    target = dg.weight_gradient(cnn, x, label)
+    target = dg.weight_gradient(cnn, x, label)[None]  # one image: a batch of one
     rows = []
     for name, full_steps, timed in (("DPS", 1000, 3), ("DSG", 100, 3)):
         def sample(steps):
             if name == "DPS":
-                dg.dps_reconstruct(unet, cnn, label, target, shape=(1, 3, size, size), zeta=1.0, generator=g,
+                dg.dps_reconstruct(unet, cnn, label, target, shape=(1, 3, size, size), zeta=1.0, generators=g,
                                    steps=steps)
             else:
                 dg.dsg_reconstruct(unet, cnn, label, target, shape=(1, 3, size, size), guidance_rate=0.2,
-                                   generator=g, steps=steps)
+                                   generators=g, steps=steps)
 
         sample(1)  # warm-up
         seconds = _seconds(lambda: sample(timed * 2), device) / (timed * 2)

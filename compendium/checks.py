@@ -53,6 +53,16 @@ def assert_below(empirical, bound, se, k: float = 5.0, what: str = "value") -> s
     return f"{what}: below the bound (within {k} SE) everywhere"
 
 
+def assert_greater(high, low, se, k: float = 3.0, what: str = "value") -> str:
+    """``high - low > k * se`` elementwise: an ordering that the noise of the experiment cannot explain (``se`` the
+    standard error of the difference)."""
+    high, low, se = (np.asarray(v, float) for v in (high, low, se))
+    if not np.all(high - low > k * se):
+        raise AssertionError(f"{what}: the difference {np.min(high - low):.3g} is not above {k} SE "
+                             f"({np.max(k * se):.3g})")
+    return f"{what}: greater by more than {k} SE"
+
+
 def assert_fits(sample, cdf, alpha: float = 1e-3, what: str = "sample") -> float:
     """Kolmogorov-Smirnov test of ``sample`` against the CDF ``cdf``; fails when the p-value is below ``alpha``."""
     p = float(stats.kstest(np.asarray(sample, float).ravel(), cdf).pvalue)

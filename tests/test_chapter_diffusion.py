@@ -120,6 +120,7 @@ def test_one_attack_end_to_end_is_deterministic_and_cached(tiny):
     exp = chapter.Experiment(cfg, prior, data)
     run = exp.run(method="DPS", target=1, variance=1e-3)
     assert exp.run(method="DPS", target=1, variance=1e-3, parameter=cfg.dps_zeta) is run  # cached
+    assert len(exp._runs) == data.targets  # every target in one batch: a run never depends on the call order
     again = chapter.Experiment(cfg, prior, data).run(method="DPS", target=1, variance=1e-3)
     torch.testing.assert_close(again.trajectory.final, run.trajectory.final, rtol=0, atol=0)
     tr = run.trajectory
@@ -138,9 +139,11 @@ def test_one_attack_end_to_end_is_deterministic_and_cached(tiny):
     with pytest.raises(ValueError, match="method='GGL'"):
         exp.run(method="GGL", target=0)
     with pytest.raises(ValueError, match="target=5"):
-        chapter.attack(cfg, prior, exp.model(), data, method="DPS", target=5)
+        chapter.attack(cfg, prior, exp.model(), data, method="DPS", targets=[5])
     with pytest.raises(ValueError, match="variance=-0.1"):
-        chapter.attack(cfg, prior, exp.model(), data, method="DPS", target=0, variance=-0.1)
+        chapter.attack(cfg, prior, exp.model(), data, method="DPS", targets=[0], variance=-0.1)
+    with pytest.raises(ValueError, match="targets=\\[\\]"):
+        chapter.attack(cfg, prior, exp.model(), data, method="DPS", targets=[])
 
 
 def test_tables_bookkeeping(tiny):
@@ -173,6 +176,20 @@ def test_tables_bookkeeping(tiny):
     assert len(exp.run(method="DSG", target=0, steps=cfg.dps_steps).trajectory.loss) == cfg.dps_steps
     long = chapter.sweep(exp, method="DSG", steps=cfg.dps_steps, progress=False)
     assert set(long["steps"]) == {cfg.dps_steps} and len(long) == len(cfg.sweep_rates) * data.targets
+    table = chapter.sweep_table(long, "m_r")
+    first = long[long["parameter"] == cfg.sweep_rates[0]]["final PSNR"]
+    assert table["m_r"].tolist() == list(cfg.sweep_rates)
+    assert table["final PSNR SE"].iloc[0] == pytest.approx(first.std(ddof=1) / math.sqrt(len(first)))
+    gaps = chapter.sampler_gaps(exp, progress=False)
+    assert gaps[["DPS steps", "DSG steps"]].values.tolist() == [[cfg.dps_steps, cfg.dsg_steps], [cfg.dsg_steps] * 2,
+                                                                [cfg.dps_steps] * 2]
+    clean = grid[(grid["σ²"] == 0.0) & (grid["gradient"] == "raw")].set_index("method")["final PSNR"]
+    paired = clean.loc["DPS"].to_numpy() - clean.loc["DSG"].to_numpy()
+    assert gaps["DPS − DSG (dB)"].iloc[0] == pytest.approx(paired.mean())
+    assert gaps["SE"].iloc[0] == pytest.approx(paired.std(ddof=1) / math.sqrt(len(paired)))
+    by_step = chapter.rv_step_sizes(exp, rv, progress=False)
+    assert by_step["step size"].tolist() == ["ζ"] * len({*cfg.rv_zetas, cfg.dps_zeta}) + ["ζ · RV_CNN / RV"]
+    assert by_step["ρ (final PSNR)"].abs().max() <= 1 and (by_step["lowest PSNR"] <= by_step["highest PSNR"]).all()
 
 
 def test_paper_table1_has_one_inconsistent_row():

@@ -44,6 +44,12 @@ def test_assert_close_relative_slack_and_arrays():
         checks.assert_close([1.0, 2.2], [1.0, 2.0], 0.0, rtol=0.05)  # the worst element is named
 
 
+def test_assert_greater_needs_more_than_k_standard_errors():
+    assert "greater" in checks.assert_greater([2.0, 3.0], 1.0, 0.3, k=3)
+    with pytest.raises(AssertionError, match="not above 3 SE"):
+        checks.assert_greater([2.0, 1.8], 1.0, 0.3, k=3)
+
+
 def test_assert_below_respects_the_bound_up_to_k_se():
     assert "below the bound" in checks.assert_below([0.9, 1.04], 1.0, 0.01, k=5)
     with pytest.raises(AssertionError, match="exceeds the bound by 0.01"):

@@ -93,13 +93,13 @@ def test_dps_with_an_exact_prior_and_the_prior_alone():
     x0 = torch.tensor([[[[0.5, -0.5], [0.25, 0.0]]]])
     model = _attacked()
     label = torch.tensor([0])
-    g = dg.weight_gradient(model, x0, label).detach()
-    run = dg.dps_reconstruct(OracleDenoiser(x0), model, label, g, shape=(1, 1, 2, 2), zeta=0.5, steps=50,
-                             generator=torch.Generator().manual_seed(0), target=x0)
+    g = dg.weight_gradient(model, x0, label).detach()[None]
+    (run,) = dg.dps_reconstruct(OracleDenoiser(x0), model, label, g, shape=(1, 1, 2, 2), zeta=0.5, steps=50,
+                             generators=torch.Generator().manual_seed(0), targets=x0)
     assert len(run.loss) == len(run.psnr) == 50 and run.final_psnr > 60
     assert run.peak_psnr == pytest.approx(float(np.max(run.psnr)))
-    prior = dg.dps_reconstruct(OracleDenoiser(x0), model, label, g, shape=(1, 1, 2, 2), zeta=0.0, steps=50,
-                               generator=torch.Generator().manual_seed(0))
+    (prior,) = dg.dps_reconstruct(OracleDenoiser(x0), model, label, g, shape=(1, 1, 2, 2), zeta=0.0, steps=50,
+                               generators=torch.Generator().manual_seed(0))
     assert prior.psnr is None and prior.peak_step is None
     torch.testing.assert_close(prior.final, x0, atol=1e-4, rtol=0)
 
@@ -110,18 +110,18 @@ def test_guidance_pulls_an_uninformative_prior_towards_the_target():
     target = torch.tensor([[[[0.6, -0.4], [0.3, -0.7]]]])
     model = _attacked()
     label = torch.tensor([1])
-    g = dg.weight_gradient(model, target, label).detach()
-    kwargs = dict(shape=(1, 1, 2, 2), steps=200, generator=torch.Generator().manual_seed(0), target=target)
-    prior = dg.dps_reconstruct(ZeroDenoiser(), model, label, g, zeta=0.0, **kwargs)
-    kwargs["generator"] = torch.Generator().manual_seed(0)
-    guided = dg.dps_reconstruct(ZeroDenoiser(), model, label, g, zeta=0.5, **kwargs)
+    g = dg.weight_gradient(model, target, label).detach()[None]
+    kwargs = dict(shape=(1, 1, 2, 2), steps=200, generators=torch.Generator().manual_seed(0), targets=target)
+    (prior,) = dg.dps_reconstruct(ZeroDenoiser(), model, label, g, zeta=0.0, **kwargs)
+    kwargs["generators"] = torch.Generator().manual_seed(0)
+    (guided,) = dg.dps_reconstruct(ZeroDenoiser(), model, label, g, zeta=0.5, **kwargs)
     assert guided.loss[-1] < 0.5 * prior.loss[-1]
     assert guided.mse[-1] < prior.mse[-1]
-    again = dg.dps_reconstruct(ZeroDenoiser(), model, label, g, zeta=0.5,
-                               **(kwargs | {"generator": torch.Generator().manual_seed(0)}))
+    (again,) = dg.dps_reconstruct(ZeroDenoiser(), model, label, g, zeta=0.5,
+                               **(kwargs | {"generators": torch.Generator().manual_seed(0)}))
     assert torch.equal(again.final, guided.final)
-    dsg = dg.dsg_reconstruct(ZeroDenoiser(), model, label, g, shape=(1, 1, 2, 2),
-                             guidance_rate=0.5, steps=20, generator=torch.Generator().manual_seed(0), target=target)
+    (dsg,) = dg.dsg_reconstruct(ZeroDenoiser(), model, label, g, shape=(1, 1, 2, 2),
+                             guidance_rate=0.5, steps=20, generators=torch.Generator().manual_seed(0), targets=target)
     assert len(dsg.loss) == 20 and np.isfinite(dsg.psnr).all()
 
 
@@ -137,7 +137,7 @@ def test_dsg_at_full_guidance_with_a_zero_gradient_steps_to_the_mean(monkeypatch
     (it was NaN): the iterate is the noise-free DDIM chain from the same start."""
     model = _attacked()
     label = torch.tensor([1])
-    g = dg.weight_gradient(model, torch.zeros(1, 1, 2, 2), label).detach()
+    g = dg.weight_gradient(model, torch.zeros(1, 1, 2, 2), label).detach()[None]
     scheduler = dg.ddim_scheduler(10)
     x = torch.randn(1, 1, 2, 2, generator=torch.Generator().manual_seed(0))
     means = []
@@ -148,8 +148,8 @@ def test_dsg_at_full_guidance_with_a_zero_gradient_steps_to_the_mean(monkeypatch
     seen, original = [], dg.predict_noise  # the iterates x_t the sampler visits
     monkeypatch.setattr(dg, "predict_noise", lambda denoiser, x, t: (seen.append(x.detach().clone()),
                                                                      original(denoiser, x, t))[1])
-    run = dg.dsg_reconstruct(SaturatingDenoiser(), model, label, g, shape=(1, 1, 2, 2), guidance_rate=1.0,
-                             steps=10, generator=torch.Generator().manual_seed(0))
+    (run,) = dg.dsg_reconstruct(SaturatingDenoiser(), model, label, g, shape=(1, 1, 2, 2), guidance_rate=1.0,
+                             steps=10, generators=torch.Generator().manual_seed(0))
     assert torch.isfinite(run.final).all()
     torch.testing.assert_close(torch.stack(seen[1:]), torch.stack(means[:-1]))
 
@@ -158,9 +158,9 @@ def test_gradient_matching_baseline_lowers_the_matching_loss():
     target = torch.tensor([[[[0.6, -0.4], [0.3, -0.7]]]])
     model = _attacked()
     label = torch.tensor([1])
-    g = dg.weight_gradient(model, target, label).detach()
-    run = dg.gradient_matching(model, label, g, shape=(1, 1, 2, 2), iterations=300,
-                               generator=torch.Generator().manual_seed(0), target=target)
+    g = dg.weight_gradient(model, target, label).detach()[None]
+    (run,) = dg.gradient_matching(model, label, g, shape=(1, 1, 2, 2), iterations=300,
+                               generators=torch.Generator().manual_seed(0), targets=target)
     assert run.loss[-1] < 1e-2 * run.loss[0]
 
 
@@ -170,16 +170,39 @@ def test_inverting_gradients_matches_the_gradients_direction():
     target = torch.tensor([[[[0.6, -0.4], [0.3, -0.7]]]])
     model = _attacked()
     label = torch.tensor([1])
-    g = dg.weight_gradient(model, target, label).detach()
-    kwargs = dict(shape=(1, 1, 2, 2), iterations=200, tv_weight=0.0, target=target)
-    run = dg.inverting_gradients(model, label, g, generator=torch.Generator().manual_seed(0), restarts=3, **kwargs)
+    g = dg.weight_gradient(model, target, label).detach()[None]
+    kwargs = dict(shape=(1, 1, 2, 2), iterations=200, tv_weight=0.0, targets=target)
+    (run,) = dg.inverting_gradients(model, label, g, generators=torch.Generator().manual_seed(0), restarts=3, **kwargs)
     assert run.loss[-1] < 0.1 * run.loss[0] and run.final.abs().max() <= 1
-    first = dg.inverting_gradients(model, label, g, generator=torch.Generator().manual_seed(0), restarts=1, **kwargs)
+    (first,) = dg.inverting_gradients(model, label, g, generators=torch.Generator().manual_seed(0), restarts=1,
+                                      **kwargs)
     assert run.loss[-1] <= first.loss[-1]  # the first start is one of the three
-    scaled = dg.inverting_gradients(model, label, 5 * g, generator=torch.Generator().manual_seed(0), restarts=3,
+    (scaled,) = dg.inverting_gradients(model, label, 5 * g, generators=torch.Generator().manual_seed(0), restarts=3,
                                     **kwargs)
     torch.testing.assert_close(scaled.final, run.final, atol=1e-3, rtol=0)  # up to the signs of tiny gradients
     assert float(dg.total_variation(torch.tensor([[[[0.0, 1.0], [0.0, 1.0]]]]))) == 1.0
+
+
+def test_a_batch_runs_each_image_as_it_would_run_alone():
+    """Each image of a batch draws from its own generator and gets its own gradient, so every attack returns what
+    it returns for that image alone (up to the rounding of batched products)."""
+    images = torch.tensor([[[[0.6, -0.4], [0.3, -0.7]]], [[[-0.2, 0.5], [0.9, 0.1]]]])
+    model, labels = _attacked(), torch.tensor([1, 0])
+    g = torch.stack([dg.weight_gradient(model, x[None], y[None]) for x, y in zip(images, labels)])
+    attacks = {"DPS": lambda **k: dg.dps_reconstruct(ZeroDenoiser(), model, zeta=0.5, steps=30, **k),
+               "DSG": lambda **k: dg.dsg_reconstruct(ZeroDenoiser(), model, guidance_rate=0.5, steps=10, **k),
+               "DLG": lambda **k: dg.gradient_matching(model, iterations=30, **k),
+               "IG": lambda **k: dg.inverting_gradients(model, iterations=30, restarts=2, **k)}
+    for name, run in attacks.items():
+        both = run(labels=labels, target_gradients=g, shape=(2, 1, 2, 2), targets=images,
+                   generators=[torch.Generator().manual_seed(5), torch.Generator().manual_seed(6)])
+        for b, seed in enumerate((5, 6)):
+            (alone,) = run(labels=labels[b:b + 1], target_gradients=g[b:b + 1], shape=(1, 1, 2, 2),
+                           targets=images[b:b + 1], generators=torch.Generator().manual_seed(seed))
+            torch.testing.assert_close(both[b].final, alone.final, atol=1e-5, rtol=0, msg=name)
+            np.testing.assert_allclose(both[b].loss, alone.loss, rtol=1e-4, atol=1e-7, err_msg=name)
+    with pytest.raises(ValueError, match="a list of 2 torch.Generator"):
+        dg.gradient_matching(model, labels, g, shape=(2, 1, 2, 2), iterations=3, generators=torch.Generator())
 
 
 def test_rv_exact_against_finite_differences_and_eq17():
@@ -238,19 +261,19 @@ def test_mlp_denoiser_learns_a_two_point_prior():
 
 def test_samplers_refuse_bad_input():
     model = _attacked()
-    g = torch.zeros(58)
+    g = torch.zeros(1, 58)
     with pytest.raises(ValueError, match="zeta=-1"):
         dg.dps_reconstruct(OracleDenoiser(torch.zeros(1, 1, 2, 2)), model, torch.tensor([0]), g,
-                           shape=(1, 1, 2, 2), zeta=-1.0, generator=torch.Generator())
+                           shape=(1, 1, 2, 2), zeta=-1.0, generators=torch.Generator())
     with pytest.raises(ValueError, match="guidance_rate=1.5"):
         dg.dsg_reconstruct(OracleDenoiser(torch.zeros(1, 1, 2, 2)), model, torch.tensor([0]), g,
-                           shape=(1, 1, 2, 2), guidance_rate=1.5, generator=torch.Generator())
-    with pytest.raises(ValueError, match="one image"):
+                           shape=(1, 1, 2, 2), guidance_rate=1.5, generators=torch.Generator())
+    with pytest.raises(ValueError, match="one per image"):
         dg.dps_reconstruct(OracleDenoiser(torch.zeros(1, 1, 2, 2)), model, torch.tensor([0]), g,
-                           shape=(2, 1, 2, 2), zeta=1.0, generator=torch.Generator())
-    with pytest.raises(ValueError, match="generator=None"):
+                           shape=(2, 1, 2, 2), zeta=1.0, generators=torch.Generator())
+    with pytest.raises(ValueError, match="generators=None"):
         dg.dps_reconstruct(OracleDenoiser(torch.zeros(1, 1, 2, 2)), model, torch.tensor([0]), g,
-                           shape=(1, 1, 2, 2), zeta=1.0, generator=None)
+                           shape=(1, 1, 2, 2), zeta=1.0, generators=None)
 
 
 @pytest.mark.parametrize("name, params", [("MLP_1", 99_202), ("MLP_2", 181_186), ("MLP_3", 741_574),

@@ -21,7 +21,10 @@ image and steers the reverse diffusion of an unconditional prior towards images 
 
 Every sampler returns a :class:`Trajectory`: the final Tweedie estimate, the loss at every step and, when the
 private image is given, the MSE and PSNR at every step and the **oracle** peak (the step closest to the private
-image, which an attacker cannot pick: it uses the private image).  Images are in [-1, 1], shape (1, C, H, W).
+image, which an attacker cannot pick: it uses the private image).  Images are in [-1, 1].  Every attack runs a batch
+of private images at once, each with its own released gradient, label and generator, and returns one trajectory per
+image: the batch shares the forward and backward passes (:mod:`compendium.per_sample_gradients`), and an image's run
+is the one it would have alone up to float rounding (which a guided sampler may amplify over many steps).
 """
 from __future__ import annotations
 
@@ -34,7 +37,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from compendium import metrics, train, validation
+from compendium import metrics, per_sample_gradients, train, validation
 from compendium.models.denoisers import predict_noise
 
 if TYPE_CHECKING:  # diffusers takes seconds to import: it is imported where a schedule is built
@@ -88,8 +91,9 @@ def sample_prior(denoiser: nn.Module, shape: tuple[int, ...], *, generator: torc
                  steps: int = TRAIN_STEPS) -> torch.Tensor:
     """Unconditional samples of the prior, a batch of ``shape`` (B, C, H, W) on the denoiser's device: ``steps``
     ancestral DDPM steps (``DDPMScheduler.step``) from ``x_N ~ N(0, I)`` drawn from ``generator``; the samplers
-    with ``zeta = 0`` / ``m_r = 0`` do the same one image at a time."""
-    _check_generator(generator)
+    with ``zeta = 0`` / ``m_r = 0`` do the same with one generator per image."""
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator={generator!r}; allowed: a torch.Generator (the samplers are seeded)")
     device = next(denoiser.parameters()).device
     scheduler = ddpm_scheduler()
     scheduler.set_timesteps(validation.integer("steps", steps))
@@ -121,11 +125,26 @@ def release(gradient: torch.Tensor, *, sigma: float, normalise: bool, generator:
     return g + sigma * torch.randn(g.shape, generator=generator, device=generator.device).to(g)
 
 
-def _matching_loss(model, x0, label, target_gradient, normalise) -> torch.Tensor:
-    g = weight_gradient(model, x0, label, create_graph=True)
-    if normalise:  # the attacker knows the defence: it normalises its own gradient too
-        g = g / g.norm()
-    return (target_gradient - g).norm()
+class MatchingDistance:
+    """``||t_b - g(x0_b)||`` per image (B,), ``g`` the weight gradient of one image and ``t_b`` its released
+    gradient (a row of ``target_gradients``), differentiable in ``x0``; with ``normalise`` the attacker normalises
+    its own gradient too (it knows the defence): ``||t_b - g / ||g||||``.  From
+    :class:`~compendium.per_sample_gradients.GradientProducts`, one pass for the whole batch (the same as
+    :func:`weight_gradient` image by image, up to float cancellation near a match); what does not change between
+    the steps of a sampler is computed once."""
+
+    def __init__(self, model: nn.Module, labels: torch.Tensor, target_gradients: torch.Tensor, *, normalise: bool):
+        self.products = per_sample_gradients.GradientProducts(model, target_gradients)
+        self.labels, self.normalise = labels, normalise
+        self.target_square = target_gradients.square().sum(1)
+
+    def __call__(self, x0: torch.Tensor) -> torch.Tensor:
+        square, dot = self.products(x0, self.labels)
+        if self.normalise:
+            distance = 1 - 2 * dot / square.sqrt() + self.target_square
+        else:
+            distance = square - 2 * dot + self.target_square
+        return distance.clamp_min(torch.finfo(distance.dtype).tiny).sqrt()  # >= 0 up to cancellation: no NaN
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -136,11 +155,11 @@ SNAPSHOTS = 7  # estimates kept along a trajectory, evenly spaced from the first
 
 @dataclass
 class Trajectory:
-    """A sampler's run: ``final`` (the last Tweedie estimate, (1, C, H, W) in [-1, 1]); per step ``timesteps`` and
-    the matching ``loss``; the estimates at :data:`SNAPSHOTS` evenly spaced steps (``snapshots`` (k, C, H, W) at the
-    step indices ``snapshot_steps``, the paper's Figure 3); with the private image, ``mse`` and ``psnr`` per step and
-    the **oracle** peak (``peak_step``, ``peak_psnr``, ``peak_image``): the step whose estimate is closest to the
-    private image, which the attacker cannot know."""
+    """A sampler's run on one image: ``final`` (the last Tweedie estimate, (1, C, H, W) in [-1, 1]); per step
+    ``timesteps`` and the matching ``loss``; the estimates at :data:`SNAPSHOTS` evenly spaced steps (``snapshots``
+    (k, C, H, W) at the step indices ``snapshot_steps``, the paper's Figure 3); with the private image, ``mse`` and
+    ``psnr`` per step and the **oracle** peak (``peak_step``, ``peak_psnr``, ``peak_image``): the step whose estimate
+    is closest to the private image, which the attacker cannot know."""
 
     final: torch.Tensor
     timesteps: np.ndarray
@@ -159,68 +178,97 @@ class Trajectory:
 
 
 class _Recorder:
-    def __init__(self, target, steps: int):
-        self.target = None if target is None else target.detach()
+    """Every step of a batch of runs: the timestep, each image's loss and, against the private images, its MSE and
+    PSNR; :meth:`result` splits them into one :class:`Trajectory` per image."""
+
+    def __init__(self, targets, steps: int):
+        self.targets = None if targets is None else targets.detach()
         self.keep = set(np.linspace(0, steps - 1, min(SNAPSHOTS, steps)).round().astype(int).tolist())
-        self.timesteps, self.loss, self.mse, self.psnr, self.best = [], [], [], [], (-math.inf, None, None)
+        self.timesteps, self.loss, self.mse, self.psnr = [], [], [], []
         self.snapshots, self.snapshot_steps = [], []
+        self.best_psnr = self.best_step = self.best_image = None
 
     def __call__(self, t, x0, loss):
         x0 = x0.detach()
         if len(self.timesteps) in self.keep:
-            self.snapshots.append(x0[0].cpu())
+            self.snapshots.append(x0.cpu())
             self.snapshot_steps.append(len(self.timesteps))
         self.timesteps.append(int(t))
-        self.loss.append(float(loss.detach()) if torch.is_tensor(loss) else float(loss))
-        if self.target is not None:
-            self.mse.append(float(metrics.mse(x0, self.target)))
-            self.psnr.append(float(metrics.psnr(x0, self.target, data_range=2.0)))  # images in [-1, 1]
-            if self.psnr[-1] > self.best[0]:
-                self.best = (self.psnr[-1], len(self.psnr) - 1, x0.clone())
+        self.loss.append(loss.detach().cpu())
+        if self.targets is not None:
+            self.mse.append(metrics.mse(x0, self.targets).cpu())
+            psnr = metrics.psnr(x0, self.targets, data_range=2.0).cpu()  # images in [-1, 1]
+            self.psnr.append(psnr)
+            if self.best_psnr is None:
+                self.best_psnr, self.best_step, self.best_image = psnr, torch.zeros(len(psnr), dtype=torch.long), x0
+            else:
+                better = psnr > self.best_psnr
+                self.best_psnr = torch.where(better, psnr, self.best_psnr)
+                self.best_step = torch.where(better, len(self.psnr) - 1, self.best_step)
+                self.best_image = torch.where(better.to(x0.device).reshape(-1, 1, 1, 1), x0, self.best_image)
         self.final = x0
 
-    def result(self) -> Trajectory:
-        known = self.target is not None
-        return Trajectory(self.final, np.array(self.timesteps), np.array(self.loss), torch.stack(self.snapshots),
-                          np.array(self.snapshot_steps), np.array(self.mse) if known else None,
-                          np.array(self.psnr) if known else None, self.best[1] if known else None,
-                          self.best[0] if known else None, self.best[2] if known else None)
+    def result(self) -> list[Trajectory]:
+        loss, snapshots, timesteps = torch.stack(self.loss, 1), torch.stack(self.snapshots, 1), np.array(self.timesteps)
+        known = self.targets is not None
+        mse, psnr = (torch.stack(self.mse, 1).numpy(), torch.stack(self.psnr, 1).numpy()) if known else (None, None)
+        return [Trajectory(self.final[b:b + 1], timesteps, loss[b].numpy(), snapshots[b],
+                           np.array(self.snapshot_steps), mse[b] if known else None, psnr[b] if known else None,
+                           int(self.best_step[b]) if known else None, float(self.best_psnr[b]) if known else None,
+                           self.best_image[b:b + 1] if known else None) for b in range(len(loss))]
 
 
-def _check_generator(generator) -> None:
-    if not isinstance(generator, torch.Generator):
-        raise ValueError(f"generator={generator!r}; allowed: a torch.Generator (the samplers are seeded)")
+def _generators(generators, count: int) -> list[torch.Generator]:
+    """One seeded generator per image (a single one for one image)."""
+    if isinstance(generators, torch.Generator) and count == 1:
+        return [generators]
+    if (not isinstance(generators, (list, tuple)) or len(generators) != count
+            or not all(isinstance(g, torch.Generator) for g in generators)):
+        raise ValueError(f"generators={generators!r}; allowed: a list of {count} torch.Generator, one per image (the "
+                         "samplers are seeded image by image)")
+    return list(generators)
 
 
-def _check_common(target_gradient, shape, generator, target) -> None:
-    _check_generator(generator)
-    if target_gradient.ndim != 1:
-        raise ValueError(f"target_gradient of shape {tuple(target_gradient.shape)}; allowed: a flat vector")
-    if len(shape) != 4 or shape[0] != 1:
-        raise ValueError(f"shape={tuple(shape)}; allowed: (1, C, H, W), one image")
-    if target is not None and tuple(target.shape) != tuple(shape):
-        raise ValueError(f"target of shape {tuple(target.shape)}; allowed: {tuple(shape)}")
+def _check_common(labels, target_gradients, shape, generators, targets) -> list[torch.Generator]:
+    if len(shape) != 4:
+        raise ValueError(f"shape={tuple(shape)}; allowed: (B, C, H, W)")
+    if target_gradients.ndim != 2 or len(target_gradients) != shape[0] or len(labels) != shape[0]:
+        raise ValueError(f"target_gradients of shape {tuple(target_gradients.shape)} and {len(labels)} labels for "
+                         f"shape={tuple(shape)}; allowed: (B, m) flat gradients and B labels, one per image")
+    if targets is not None and tuple(targets.shape) != tuple(shape):
+        raise ValueError(f"targets of shape {tuple(targets.shape)}; allowed: {tuple(shape)}")
+    return _generators(generators, shape[0])
 
 
-def dps_reconstruct(denoiser: nn.Module, model: nn.Module, label: torch.Tensor, target_gradient: torch.Tensor, *,
-                    shape: tuple[int, ...], zeta: float, generator: torch.Generator, steps: int = TRAIN_STEPS,
-                    normalise: bool = False, target: torch.Tensor | None = None) -> Trajectory:
-    """Algorithm 1 (DPS-based): from ``x_N ~ N(0, I)``, ``steps`` DDPM steps (the posterior mean of the clipped
-    Tweedie estimate plus ``sigma~_t z``, ``DDPMScheduler.step``), each followed by the guidance
-    ``x_{t-1} <- x_{t-1} - zeta grad_{x_t} ||g - grad_W F(x0_hat(x_t); W)||``.  ``zeta = 0`` samples the prior alone.
-    ``target`` (the private image, for the oracle curves only) is never used by the attack."""
-    _check_common(target_gradient, shape, generator, target)
+def _noise(shape, generators: list[torch.Generator], device) -> torch.Tensor:
+    """``N(0, I)`` of ``shape`` (B, ...), image ``b`` drawn from ``generators[b]`` (diffusers' ``randn_tensor``), so
+    an image's draws do not depend on the batch it runs in."""
+    from diffusers.utils.torch_utils import randn_tensor
+
+    return randn_tensor(tuple(shape), generator=generators if len(generators) > 1 else generators[0], device=device)
+
+
+def dps_reconstruct(denoiser: nn.Module, model: nn.Module, labels: torch.Tensor, target_gradients: torch.Tensor, *,
+                    shape: tuple[int, ...], zeta: float, generators, steps: int = TRAIN_STEPS,
+                    normalise: bool = False, targets: torch.Tensor | None = None) -> list[Trajectory]:
+    """Algorithm 1 (DPS-based) on a batch of ``shape`` (B, C, H, W), one released gradient (a row of
+    ``target_gradients``), label and generator per image: from ``x_N ~ N(0, I)``, ``steps`` DDPM steps (the
+    posterior mean of the clipped Tweedie estimate plus ``sigma~_t z``, ``DDPMScheduler.step``), each followed by the
+    guidance ``x_{t-1} <- x_{t-1} - zeta grad_{x_t} ||g - grad_W F(x0_hat(x_t); W)||``.  ``zeta = 0`` samples the
+    prior alone.  ``targets`` (the private images, for the oracle curves only) are never used by the attack."""
+    generators = _check_common(labels, target_gradients, shape, generators, targets)
     zeta = validation.number("zeta", zeta, at_least=0.0, what="DPS step size")
     scheduler = ddpm_scheduler()
     scheduler.set_timesteps(steps)
-    device = target_gradient.device
-    x = torch.randn(shape, generator=generator, device=generator.device).to(device)
-    record = _Recorder(target, len(scheduler.timesteps))
+    device = target_gradients.device
+    x = _noise(shape, generators, device)
+    record = _Recorder(targets, len(scheduler.timesteps))
+    distance = MatchingDistance(model, labels, target_gradients, normalise=normalise)
     for t in scheduler.timesteps:
         x = x.detach().requires_grad_(True)
-        out = scheduler.step(predict_noise(denoiser, x, t), t, x, generator=generator)
-        loss = _matching_loss(model, out.pred_original_sample, label, target_gradient, normalise)
-        guidance = torch.autograd.grad(loss, x)[0] if zeta > 0 else 0.0
+        out = scheduler.step(predict_noise(denoiser, x, t), t, x, generator=generators)
+        loss = distance(out.pred_original_sample)
+        guidance = torch.autograd.grad(loss.sum(), x)[0] if zeta > 0 else 0.0
         record(t, out.pred_original_sample, loss)
         x = out.prev_sample.detach() - zeta * guidance
     return record.result()
@@ -235,62 +283,71 @@ def ddim_sigma(scheduler: DDIMScheduler, t: int, eta: float = 1.0) -> float:
     return eta * math.sqrt((1 - abar_prev) / (1 - abar) * (1 - abar / abar_prev))
 
 
-def dsg_reconstruct(denoiser: nn.Module, model: nn.Module, label: torch.Tensor, target_gradient: torch.Tensor, *,
-                    shape: tuple[int, ...], guidance_rate: float, generator: torch.Generator, steps: int = 100,
-                    interval: int = 1, normalise: bool = False, target: torch.Tensor | None = None) -> Trajectory:
-    """Algorithm 2 (DSG-based), over ``steps`` respaced DDIM steps with eta = 1: the DDIM mean ``u`` (noise-free
-    ``DDIMScheduler.step``), and on every ``interval``-th step ``x_{t-1} = u + r d_m / ||d_m||`` with
-    ``r = sqrt(n) sigma~_t``, ``d_star = -r G / ||G||`` (``G`` the loss gradient in ``x_t``), ``d_sample = sigma~_t
-    eps``, ``d_m = d_sample + m_r (d_star - d_sample)``; otherwise the plain step ``u + sigma~_t eps``.  Where
-    ``d_m = 0`` (``m_r = 1`` and ``G = 0``, Tweedie's estimate clipped everywhere) the step is the mean ``u``, as in
-    the DSG reference code (its mixed step is then ``0 / (0 + eps) r``).  ``m_r = 0`` samples the prior alone."""
-    _check_common(target_gradient, shape, generator, target)
+def _norms(v: torch.Tensor) -> torch.Tensor:
+    return v.flatten(1).norm(dim=1).reshape(-1, *([1] * (v.ndim - 1)))
+
+
+def dsg_reconstruct(denoiser: nn.Module, model: nn.Module, labels: torch.Tensor, target_gradients: torch.Tensor, *,
+                    shape: tuple[int, ...], guidance_rate: float, generators, steps: int = 100, interval: int = 1,
+                    normalise: bool = False, targets: torch.Tensor | None = None) -> list[Trajectory]:
+    """Algorithm 2 (DSG-based) on a batch of images (as :func:`dps_reconstruct`), over ``steps`` respaced DDIM steps
+    with eta = 1: the DDIM mean ``u`` (noise-free ``DDIMScheduler.step``), and on every ``interval``-th step
+    ``x_{t-1} = u + r d_m / ||d_m||`` with ``r = sqrt(n) sigma~_t``, ``d_star = -r G / ||G||`` (``G`` the loss
+    gradient in ``x_t``), ``d_sample = sigma~_t eps``, ``d_m = d_sample + m_r (d_star - d_sample)``; otherwise the
+    plain step ``u + sigma~_t eps``.  Where ``d_m = 0`` (``m_r = 1`` and ``G = 0``, Tweedie's estimate clipped
+    everywhere) the step is the mean ``u``, as in the DSG reference code (its mixed step is then ``0 / (0 + eps)
+    r``).  ``m_r = 0`` samples the prior alone."""
+    generators = _check_common(labels, target_gradients, shape, generators, targets)
     rate = validation.number("guidance_rate", guidance_rate, at_least=0.0, at_most=1.0, what="m_r")
     validation.integer("interval", interval)
     scheduler = ddim_scheduler(steps)
-    device = target_gradient.device
+    device = target_gradients.device
     n = math.prod(shape[1:])
-    x = torch.randn(shape, generator=generator, device=generator.device).to(device)
-    record = _Recorder(target, len(scheduler.timesteps))
+    x = _noise(shape, generators, device)
+    record = _Recorder(targets, len(scheduler.timesteps))
+    distance = MatchingDistance(model, labels, target_gradients, normalise=normalise)
     for index, t in enumerate(scheduler.timesteps):
         x = x.detach().requires_grad_(True)
         out = scheduler.step(predict_noise(denoiser, x, t), t, x, eta=1.0, use_clipped_model_output=True,
                              variance_noise=torch.zeros_like(x))
-        loss = _matching_loss(model, out.pred_original_sample, label, target_gradient, normalise)
+        loss = distance(out.pred_original_sample)
         sigma_t = ddim_sigma(scheduler, t)
         guided = rate > 0 and index % interval == 0 and sigma_t > 0
-        grad = torch.autograd.grad(loss, x)[0] if guided else None
+        grad = torch.autograd.grad(loss.sum(), x)[0] if guided else None
         record(t, out.pred_original_sample, loss)
         u = out.prev_sample.detach()
-        noise = torch.randn(shape, generator=generator, device=generator.device).to(device)
-        if guided:
-            r = math.sqrt(n) * sigma_t
-            # a zero loss gradient (Tweedie's estimate clipped everywhere) leaves only the sampler's own direction
-            d_star = -r * grad / grad.norm() if grad.norm() > 0 else torch.zeros_like(grad)
-            d_sample = sigma_t * noise
-            d_m = d_sample + rate * (d_star - d_sample)
-            if d_m.norm() == 0:  # m_r = 1 and a zero loss gradient: the DSG reference returns the mean u
-                x = u
-                continue
-        x = u + r * d_m / d_m.norm() if guided else u + sigma_t * noise
+        noise = _noise(shape, generators, device)
+        if not guided:
+            x = u + sigma_t * noise
+            continue
+        r = math.sqrt(n) * sigma_t
+        # a zero loss gradient (Tweedie's estimate clipped everywhere) leaves only the sampler's own direction
+        grad_norm = _norms(grad)
+        d_star = torch.where(grad_norm > 0, -r * grad / grad_norm.clamp_min(torch.finfo(grad.dtype).tiny), 0.0)
+        d_sample = sigma_t * noise
+        d_m = d_sample + rate * (d_star - d_sample)
+        d_norm = _norms(d_m)
+        # m_r = 1 and a zero loss gradient: d_m = 0, and the DSG reference returns the mean u
+        x = torch.where(d_norm > 0, u + r * d_m / d_norm.clamp_min(torch.finfo(d_m.dtype).tiny), u)
     return record.result()
 
 
-def gradient_matching(model: nn.Module, label: torch.Tensor, target_gradient: torch.Tensor, *,
-                      shape: tuple[int, ...], iterations: int, generator: torch.Generator, lr: float = 0.05,
-                      normalise: bool = False, target: torch.Tensor | None = None) -> Trajectory:
-    """The prior-free baseline (DLG, Zhu et al. 2019): Adam on ``||g - grad_W F(x; W)||^2`` over ``x`` from a
-    Gaussian start, ``iterations`` steps, the iterate clipped to [-1, 1] when it is scored."""
-    _check_common(target_gradient, shape, generator, target)
+def gradient_matching(model: nn.Module, labels: torch.Tensor, target_gradients: torch.Tensor, *,
+                      shape: tuple[int, ...], iterations: int, generators, lr: float = 0.05,
+                      normalise: bool = False, targets: torch.Tensor | None = None) -> list[Trajectory]:
+    """The prior-free baseline (DLG, Zhu et al. 2019) on a batch of images: Adam on ``||g - grad_W F(x; W)||^2``
+    over ``x`` from a Gaussian start, ``iterations`` steps, the iterate clipped to [-1, 1] when it is scored.  Adam
+    works element by element, so each image's run is the one it would have alone."""
+    generators = _check_common(labels, target_gradients, shape, generators, targets)
     validation.integer("iterations", iterations)
-    x = torch.randn(shape, generator=generator, device=generator.device).to(target_gradient.device)
-    x.requires_grad_(True)
+    x = _noise(shape, generators, target_gradients.device).requires_grad_(True)
     opt = torch.optim.Adam([x], lr=validation.positive("lr", lr))
-    record = _Recorder(target, iterations)
+    record = _Recorder(targets, iterations)
+    distance = MatchingDistance(model, labels, target_gradients, normalise=normalise)
     for step in range(iterations):
         opt.zero_grad()
-        loss = _matching_loss(model, x, label, target_gradient, normalise) ** 2
-        loss.backward()
+        loss = distance(x) ** 2
+        loss.sum().backward()
         opt.step()
         record(iterations - 1 - step, x.detach().clamp(-1, 1), loss.detach())
     return record.result()
@@ -298,47 +355,49 @@ def gradient_matching(model: nn.Module, label: torch.Tensor, target_gradient: to
 
 def total_variation(x: torch.Tensor) -> torch.Tensor:
     """The anisotropic total variation ``mean |x[..., i+1, j] - x[..., i, j]| + mean |x[..., i, j+1] - x[..., i, j]|``
-    (the regulariser of Inverting Gradients, as in the authors' ``inversefed``)."""
-    return (x[..., 1:, :] - x[..., :-1, :]).abs().mean() + (x[..., :, 1:] - x[..., :, :-1]).abs().mean()
+    per image (B,) (the regulariser of Inverting Gradients, as in the authors' ``inversefed``)."""
+    return ((x[..., 1:, :] - x[..., :-1, :]).abs().flatten(1).mean(1)
+            + (x[..., :, 1:] - x[..., :, :-1]).abs().flatten(1).mean(1))
 
 
-def inverting_gradients(model: nn.Module, label: torch.Tensor, target_gradient: torch.Tensor, *,
-                        shape: tuple[int, ...], iterations: int, generator: torch.Generator, restarts: int = 2,
+def inverting_gradients(model: nn.Module, labels: torch.Tensor, target_gradients: torch.Tensor, *,
+                        shape: tuple[int, ...], iterations: int, generators, restarts: int = 2,
                         lr: float = 0.1, tv_weight: float = 1e-4,
-                        target: torch.Tensor | None = None) -> Trajectory:
-    """The optimisation baseline Inverting Gradients (Geiping et al. 2020, Eq. 4): Adam on the cosine distance
-    ``1 - <g, grad_W F(x)> / (||g|| ||grad_W F(x)||)`` plus ``tv_weight`` times :func:`total_variation`, with the
-    sign of the gradient as the step direction, the learning rate divided by 10 after 3/8, 5/8 and 7/8 of the
-    ``iterations``, and ``x`` kept in [-1, 1] after every step (the defaults of their ``inversefed``), from
-    ``restarts`` Gaussian starts.  The restart with the lowest final loss is returned: the attacker's own choice,
-    made without the private image.  The cosine ignores the gradient's scale, so a normalised release is attacked
-    the same way."""
-    _check_common(target_gradient, shape, generator, target)
+                        targets: torch.Tensor | None = None) -> list[Trajectory]:
+    """The optimisation baseline Inverting Gradients (Geiping et al. 2020, Eq. 4) on a batch of images: Adam on the
+    cosine distance ``1 - <g, grad_W F(x)> / (||g|| ||grad_W F(x)||)`` plus ``tv_weight`` times
+    :func:`total_variation`, with the sign of the gradient as the step direction, the learning rate divided by 10
+    after 3/8, 5/8 and 7/8 of the ``iterations``, and ``x`` kept in [-1, 1] after every step (the defaults of their
+    ``inversefed``), from ``restarts`` Gaussian starts.  Per image the restart with the lowest final loss is
+    returned: the attacker's own choice, made without the private image.  The cosine ignores the gradient's scale,
+    so a normalised release is attacked the same way."""
+    generators = _check_common(labels, target_gradients, shape, generators, targets)
     validation.integer("iterations", iterations)
     validation.integer("restarts", restarts)
     validation.number("tv_weight", tv_weight, at_least=0.0)
+    target_norm = target_gradients.norm(dim=1)
+    products = per_sample_gradients.GradientProducts(model, target_gradients)
     best = None
     for _ in range(restarts):
-        x = torch.randn(shape, generator=generator, device=generator.device).to(target_gradient.device)
-        x.requires_grad_(True)
+        x = _noise(shape, generators, target_gradients.device).requires_grad_(True)
         opt = torch.optim.Adam([x], lr=validation.positive("lr", lr))
         milestones = [int(iterations * f) for f in (3 / 8, 5 / 8, 7 / 8)]
         schedule = torch.optim.lr_scheduler.MultiStepLR(opt, milestones=milestones, gamma=0.1)
-        record = _Recorder(target, iterations)
+        record = _Recorder(targets, iterations)
         for step in range(iterations):
             opt.zero_grad()
-            g = weight_gradient(model, x, label, create_graph=True)
-            loss = 1 - nn.functional.cosine_similarity(g, target_gradient, dim=0) + tv_weight * total_variation(x)
-            (grad,) = torch.autograd.grad(loss, x)
+            square, dot = products(x, labels)
+            loss = 1 - dot / (square.sqrt() * target_norm) + tv_weight * total_variation(x)
+            (grad,) = torch.autograd.grad(loss.sum(), x)
             x.grad = grad.sign()
             opt.step()
             schedule.step()
             with torch.no_grad():
                 x.clamp_(-1, 1)
             record(iterations - 1 - step, x.detach(), loss.detach())
-        if best is None or record.loss[-1] < best.loss[-1]:
-            best = record
-    return best.result()
+        runs = record.result()
+        best = runs if best is None else [r if r.loss[-1] < b.loss[-1] else b for r, b in zip(runs, best)]
+    return best
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -79,22 +79,24 @@ OTHER_BASELINES = {
 }
 
 SCALES = {
-    "ci": dict(image_size=8, in_channels=1, prior_epochs=40, prior_hidden=512, prior_samples=8, targets=1,
+    "ci": dict(image_size=8, in_channels=1, prior_epochs=40, prior_hidden=512, prior_samples=8, targets=2,
                dps_steps=200, dps_zeta=3.0, dsg_steps=25, dsg_rate=0.2, variances=(0.0, 1e-3, 1e-1),
                normalised_variances=(1e-2,), attacked_models=("MLP_1", "CNN"), rv_images=2, rv_directions=8,
-               sweep_zetas=(0.3, 3.0, 30.0), sweep_rates=(0.05, 0.2, 1.0), dlg_iterations=100,
+               sweep_zetas=(0.3, 3.0, 30.0), sweep_rates=(0.05, 0.2, 1.0), rv_zetas=(30.0,), dlg_iterations=100,
                prior_checkpoint=None, celeba_dir=None),
-    "book": dict(image_size=8, in_channels=1, prior_epochs=700, prior_hidden=512, prior_samples=16, targets=2,
+    "book": dict(image_size=8, in_channels=1, prior_epochs=700, prior_hidden=512, prior_samples=16, targets=8,
                  dps_steps=1000, dps_zeta=3.0, dsg_steps=100, dsg_rate=0.2, variances=(0.0, 1e-4, 1e-3, 1e-2, 1e-1),
                  normalised_variances=(1e-4, 1e-3, 1e-2, 1e-1), attacked_models=MODEL_NAMES, rv_images=10,
                  rv_directions=30, sweep_zetas=(0.3, 1.0, 3.0, 10.0, 30.0),
-                 sweep_rates=(0.05, 0.1, 0.2, 0.4, 0.6, 1.0), dlg_iterations=1000, prior_checkpoint=None,
+                 sweep_rates=(0.05, 0.1, 0.2, 0.4, 0.6, 1.0), rv_zetas=(1.0, 10.0), dlg_iterations=1000,
+                 prior_checkpoint=None,
                  celeba_dir=None),
     "paper": dict(image_size=256, in_channels=3, prior_epochs=1, prior_hidden=512, prior_samples=4, targets=4,
                   dps_steps=1000, dps_zeta=230.0, dsg_steps=100, dsg_rate=0.2,
                   variances=(0.0, 1e-4, 1e-3, 1e-2, 1e-1), normalised_variances=(1e-4, 1e-3, 1e-2, 1e-1),
                   attacked_models=MODEL_NAMES, rv_images=310, rv_directions=1000,
                   sweep_zetas=tuple(float(z) for z in PAPER_TABLE3), sweep_rates=tuple(PAPER_TABLE4),
+                  rv_zetas=(110.0, 310.0),
                   dlg_iterations=1000, prior_checkpoint="google/ddpm-celebahq-256", celeba_dir="data/celeba-hq"),
 }
 
@@ -110,7 +112,8 @@ class Settings(_Settings):
     steps, guidance rate m_r); ``variances`` the noise grid sigma^2 on raw gradients (0 allowed) and
     ``normalised_variances`` on normalised ones (Table 1); ``attacked_models`` Table 2's networks (the others use
     the CNN); ``rv_images`` / ``rv_directions`` the images and random directions of Reconstruction Vulnerability;
-    ``sweep_zetas`` / ``sweep_rates`` Tables 3-4; ``dlg_iterations`` the prior-free baseline's Adam steps.
+    ``sweep_zetas`` / ``sweep_rates`` Tables 3-4; ``rv_zetas`` DPS step sizes besides ``dps_zeta`` at which Table 2's
+    correlation is taken again; ``dlg_iterations`` the prior-free baseline's Adam steps.
     """
 
     image_size: int
@@ -130,6 +133,7 @@ class Settings(_Settings):
     rv_directions: int
     sweep_zetas: tuple[float, ...]
     sweep_rates: tuple[float, ...]
+    rv_zetas: tuple[float, ...]
     dlg_iterations: int
     prior_checkpoint: str | None
     celeba_dir: str | None
@@ -164,6 +168,7 @@ class Settings(_Settings):
             raise ValueError(f"attacked_models={self.attacked_models!r}; allowed: a non-empty subset of {MODEL_NAMES}")
         validation.grid("sweep_zetas", self.sweep_zetas, what="DPS step sizes")
         validation.grid("sweep_rates", self.sweep_rates, what="DSG guidance rates")
+        validation.grid("rv_zetas", self.rv_zetas, what="DPS step sizes")
         validation.number("sweep_rates", list(self.sweep_rates), at_most=1.0, what="DSG guidance rates")
 
     @property
@@ -326,52 +331,60 @@ def sampler_steps(cfg: Settings, method: str) -> int:
     return cfg.dsg_steps if method == "DSG" else cfg.dps_steps
 
 
-def attack(cfg: Settings, prior_: Prior, model: nn.Module, data: Data, *, method: str, target: int,
+def attack(cfg: Settings, prior_: Prior, model: nn.Module, data: Data, *, method: str, targets: list[int],
            variance: float = 0.0, normalised: bool = False, parameter: float | None = None,
-           model_name: str = "CNN", steps: int | None = None) -> Run:
-    """Release the weight gradient of target ``target`` (noise drawn from seed ``100 + target``, offset by
-    ``1000 cfg.seed``) and reconstruct it with ``method``: ``"DPS"`` (Algorithm 1, ``parameter`` = zeta, default
-    ``cfg.dps_zeta``), ``"DSG"`` (Algorithm 2, ``parameter`` = m_r, default ``cfg.dsg_rate``), ``"prior"`` (DPS with
-    zeta = 0: an unconditional sample), ``"DLG"`` (the prior-free gradient matching, ``cfg.dlg_iterations`` Adam
-    steps) or ``"IG"`` (Inverting Gradients, as many steps from :data:`IG_RESTARTS` starts).  ``steps`` replaces
-    the sampler's step count (:func:`sampler_steps`).  The sampler's seed is ``target + 1000 cfg.seed``."""
+           model_name: str = "CNN", steps: int | None = None) -> list[Run]:
+    """Release the weight gradient of each of the private images ``targets`` (target ``i``'s noise drawn from seed
+    ``100 + i``, offset by ``1000 cfg.seed``) and reconstruct them with ``method``, all in one batch: ``"DPS"``
+    (Algorithm 1, ``parameter`` = zeta, default ``cfg.dps_zeta``), ``"DSG"`` (Algorithm 2, ``parameter`` = m_r,
+    default ``cfg.dsg_rate``), ``"prior"`` (DPS with zeta = 0: an unconditional sample), ``"DLG"`` (the prior-free
+    gradient matching, ``cfg.dlg_iterations`` Adam steps) or ``"IG"`` (Inverting Gradients, as many steps from
+    :data:`IG_RESTARTS` starts).  ``steps`` replaces the sampler's step count (:func:`sampler_steps`).  Target
+    ``i``'s sampler seed is ``i + 1000 cfg.seed``; a run's seconds are the batch's over its size."""
     validation.choice("method", method, (*METHODS, "prior", "DLG", "IG"))
-    validation.integer("target", target, minimum=0)
-    if target >= len(data.images):
-        raise ValueError(f"target={target!r}; allowed: below {len(data.images)}")
+    if not targets:
+        raise ValueError("targets=[]; allowed: a non-empty list of image indices")
+    for target in targets:
+        validation.integer("target", target, minimum=0)
+        if target >= len(data.images):
+            raise ValueError(f"target={target!r}; allowed: below {len(data.images)}")
     variance = validation.number("variance", variance, at_least=0.0, what="noise variance sigma^2")
     steps = validation.integer("steps", sampler_steps(cfg, method) if steps is None else steps)
     device = resolve_device(cfg.device)
-    image, label = data.target(target, device)
-    raw = dg.weight_gradient(model, image, label)
-    released = dg.release(raw, sigma=math.sqrt(variance), normalise=normalised,
-                          generator=torch.Generator().manual_seed(100 + target + 1000 * cfg.seed))
-    generator = torch.Generator().manual_seed(target + 1000 * cfg.seed)
-    common = dict(shape=tuple(image.shape), generator=generator, normalise=normalised, target=image)
+    images, labels = data.images[targets].to(device), data.labels[targets].to(device)
+    raw = torch.stack([dg.weight_gradient(model, x[None], y[None]) for x, y in zip(images, labels)])
+    released = torch.stack([dg.release(g, sigma=math.sqrt(variance), normalise=normalised,
+                                       generator=torch.Generator().manual_seed(100 + i + 1000 * cfg.seed))
+                            for g, i in zip(raw, targets)])
+    generators = [torch.Generator().manual_seed(i + 1000 * cfg.seed) for i in targets]
+    common = dict(shape=tuple(images.shape), generators=generators, targets=images)
     start = time.perf_counter()
     if method == "DSG":
         parameter = cfg.dsg_rate if parameter is None else parameter
-        trajectory = dg.dsg_reconstruct(prior_.model, model, label, released, guidance_rate=parameter,
-                                        steps=steps, **common)
+        trajectories = dg.dsg_reconstruct(prior_.model, model, labels, released, guidance_rate=parameter,
+                                          steps=steps, normalise=normalised, **common)
     elif method == "DLG":
         parameter = math.nan
-        trajectory = dg.gradient_matching(model, label, released, iterations=cfg.dlg_iterations, **common)
+        trajectories = dg.gradient_matching(model, labels, released, iterations=cfg.dlg_iterations,
+                                            normalise=normalised, **common)
     elif method == "IG":
         parameter = math.nan
-        trajectory = dg.inverting_gradients(model, label, released, shape=common["shape"], generator=generator,
-                                            iterations=cfg.dlg_iterations, restarts=IG_RESTARTS, target=image)
+        trajectories = dg.inverting_gradients(model, labels, released, iterations=cfg.dlg_iterations,
+                                              restarts=IG_RESTARTS, **common)
     else:
         parameter = 0.0 if method == "prior" else cfg.dps_zeta if parameter is None else parameter
-        trajectory = dg.dps_reconstruct(prior_.model, model, label, released, zeta=parameter, steps=steps,
-                                        **common)
-    return Run(method, model_name, target, variance, normalised, float(parameter), trajectory, float(raw.norm()),
-               time.perf_counter() - start)
+        trajectories = dg.dps_reconstruct(prior_.model, model, labels, released, zeta=parameter, steps=steps,
+                                          normalise=normalised, **common)
+    seconds = (time.perf_counter() - start) / len(targets)
+    return [Run(method, model_name, i, variance, normalised, float(parameter), trajectory, float(g.norm()), seconds)
+            for i, trajectory, g in zip(targets, trajectories, raw)]
 
 
 class Experiment:
     """The chapter's attacks on one prior and one set of targets, each computed once: :meth:`run` returns the stored
     :class:`Run` when the same attack was asked for before (the noise grid's runs without noise are also Table 2's
-    CNN row, Table 3's default step size, Table 5's samplers)."""
+    CNN row, Table 3's default step size, Table 5's samplers), and :meth:`runs` attacks all the targets of one
+    setting in one batch."""
 
     def __init__(self, cfg: Settings, prior_: Prior, data: Data):
         self.cfg, self.prior, self.data = cfg, prior_, data
@@ -383,28 +396,46 @@ class Experiment:
             self._models[name] = attacked_model(self.cfg, name)
         return self._models[name]
 
-    def run(self, *, method: str, target: int, variance: float = 0.0, normalised: bool = False,
-            parameter: float | None = None, model: str = "CNN", steps: int | None = None) -> Run:
-        """:func:`attack` with the chapter's defaults (``parameter``: ``cfg.dps_zeta`` for DPS, ``cfg.dsg_rate`` for
-        DSG; ``steps``: :func:`sampler_steps`), once per distinct attack."""
+    def _setting(self, *, method: str, variance: float = 0.0, normalised: bool = False,
+                 parameter: float | None = None, model: str = "CNN", steps: int | None = None) -> dict:
+        """The attack's keywords with the chapter's defaults filled in (``parameter``: ``cfg.dps_zeta`` for DPS,
+        ``cfg.dsg_rate`` for DSG; ``steps``: :func:`sampler_steps`)."""
         if parameter is None and method in METHODS:
             parameter = self.cfg.dps_zeta if method == "DPS" else self.cfg.dsg_rate
-        if steps is None:
-            steps = sampler_steps(self.cfg, method)
-        key = (method, model, target, float(variance), bool(normalised), parameter, steps)
-        if key not in self._runs:
-            self._runs[key] = attack(self.cfg, self.prior, self.model(model), self.data, method=method, target=target,
-                                     variance=variance, normalised=normalised, parameter=parameter, model_name=model,
-                                     steps=steps)
-        return self._runs[key]
+        return dict(method=method, model=model, variance=float(variance), normalised=bool(normalised),
+                    parameter=parameter, steps=sampler_steps(self.cfg, method) if steps is None else steps)
+
+    def _attack(self, setting: dict, targets: list[int]) -> None:
+        missing = [i for i in targets if (*setting.values(), i) not in self._runs]
+        if missing:
+            keywords = {k: v for k, v in setting.items() if k != "model"}
+            runs = attack(self.cfg, self.prior, self.model(setting["model"]), self.data, targets=missing,
+                          model_name=setting["model"], **keywords)
+            for i, run in zip(missing, runs):
+                self._runs[(*setting.values(), i)] = run
+
+    def run(self, *, target: int, **setting) -> Run:
+        """:func:`attack` of one target with the chapter's defaults, once per distinct attack.  All the targets of
+        :attr:`data` are attacked together (the tables ask for them all), so a run never depends on the order of
+        the calls."""
+        setting = self._setting(**setting)
+        self._attack(setting, list(range(self.data.targets)) if target < self.data.targets else [target])
+        return self._runs[(*setting.values(), target)]
+
+    def runs(self, settings: list[dict], progress: bool, desc: str) -> pd.DataFrame:
+        """Every target of :attr:`data` attacked in each of the ``settings`` (keywords of :func:`attack` without
+        ``targets``), one batch per setting with a progress bar over them, as a table of one row per run."""
+        targets = list(range(self.data.targets))
+        out = []
+        for setting in tqdm(settings, desc=desc, unit="setting", disable=not progress):
+            setting = self._setting(**setting)
+            self._attack(setting, targets)
+            out += [self._runs[(*setting.values(), i)] for i in targets]
+        return self.frame(out)
 
     def frame(self, runs: list[Run]) -> pd.DataFrame:
         """One row per run (:meth:`Run.row`)."""
         return pd.DataFrame([r.row(self.data.images[r.target]) for r in runs])
-
-    def runs(self, jobs: list[dict], progress: bool, desc: str) -> pd.DataFrame:
-        """:meth:`run` for every keyword set of ``jobs`` (a progress bar over them), as a table."""
-        return self.frame([self.run(**job) for job in tqdm(jobs, desc=desc, unit="run", disable=not progress)])
 
     def seconds(self, method: str) -> float:
         """Mean seconds per reconstruction of ``method`` over the runs so far (the CNN's)."""
@@ -419,32 +450,53 @@ def noise_grid(exp: Experiment, progress: bool = True) -> pd.DataFrame:
     """Both samplers on every target for each noise variance, on the CNN: ``cfg.variances`` on raw gradients and
     ``cfg.normalised_variances`` on normalised ones (Sections 4.2.2-4.2.3).  One row per run."""
     cfg = exp.cfg
-    jobs = [dict(method=m, target=i, variance=v, normalised=n)
-            for n, grid in ((False, cfg.variances), (True, cfg.normalised_variances))
-            for v in grid for m in METHODS for i in range(exp.data.targets)]
+    jobs = [dict(method=m, variance=v, normalised=n)
+            for n, grid in ((False, cfg.variances), (True, cfg.normalised_variances)) for v in grid for m in METHODS]
     return exp.runs(jobs, progress, "noise grid")
+
+
+def over_targets(runs: pd.DataFrame, by: list[str], columns: tuple[str, ...] = ("final PSNR", "peak PSNR"),
+                 *, extra: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Per group of ``by``: the mean over the targets of each of ``columns`` with its standard error (``std / sqrt(n)``,
+    ddof 1; NaN for a single target) in a column ``"... SE"`` after it, and the mean of each of ``extra``."""
+    groups = runs.groupby(by, sort=False)
+    out = groups[list(columns) + list(extra)].mean()
+    for column in columns:
+        se = groups[column].agg(lambda x: x.std(ddof=1) / math.sqrt(len(x)) if len(x) > 1 else math.nan)
+        out.insert(out.columns.get_loc(column) + 1, f"{column} SE", se)
+    return out.reset_index()
 
 
 def step_comparison(exp: Experiment, progress: bool = True) -> pd.DataFrame:
     """Both samplers on every target without noise at each of their two step counts (``cfg.dsg_steps`` and
     ``cfg.dps_steps``: DSG's and DPS's own papers' defaults; the paper states none): per method and step count the
-    mean final and peak PSNR over the targets, with the standard error of the final PSNR."""
+    mean final and peak PSNR over the targets with their standard errors (:func:`over_targets`)."""
     cfg = exp.cfg
-    jobs = [dict(method=m, target=i, steps=n) for n in sorted({cfg.dsg_steps, cfg.dps_steps}) for m in METHODS
-            for i in range(exp.data.targets)]
-    runs = exp.runs(jobs, progress, "equal step counts")
-    out = runs.groupby(["method", "steps"])[["final PSNR", "peak PSNR"]].mean().reset_index()
-    spread = runs.groupby(["method", "steps"])["final PSNR"].agg(lambda x: x.std(ddof=1) / math.sqrt(len(x)))
-    out["final PSNR SE"] = spread.to_numpy()  # nan for a single target
-    return out
+    jobs = [dict(method=m, steps=n) for n in sorted({cfg.dsg_steps, cfg.dps_steps}) for m in METHODS]
+    return over_targets(exp.runs(jobs, progress, "equal step counts"), ["method", "steps"])
+
+
+def sampler_gaps(exp: Experiment, progress: bool = True) -> pd.DataFrame:
+    """DPS against DSG on the same targets without noise, at their default step counts (``cfg.dps_steps``,
+    ``cfg.dsg_steps``) and at each of the two as an equal count: the mean over targets of the paired difference of
+    final PSNR (DPS minus DSG) with its standard error (the spread of the differences, not of the two means: the
+    targets are shared)."""
+    cfg = exp.cfg
+    rows = []
+    for dps, dsg in ((cfg.dps_steps, cfg.dsg_steps), *((n, n) for n in sorted({cfg.dsg_steps, cfg.dps_steps}))):
+        psnr = {m: exp.runs([dict(method=m, steps=n)], progress, f"{m}, {n} steps")["final PSNR"].to_numpy()
+                for m, n in (("DPS", dps), ("DSG", dsg))}
+        gap = psnr["DPS"] - psnr["DSG"]
+        se = gap.std(ddof=1) / math.sqrt(len(gap)) if len(gap) > 1 else math.nan
+        rows.append({"DPS steps": dps, "DSG steps": dsg, "DPS − DSG (dB)": float(gap.mean()), "SE": float(se)})
+    return pd.DataFrame(rows)
 
 
 def table1(grid: pd.DataFrame) -> pd.DataFrame:
     """Table 1's counterpart: per method, gradient and sigma^2, the mean over targets of the final and the oracle-peak
-    PSNR, the peak's timestep and the final SSIM; epsilon of the normalised release (sensitivity 1, delta = 1e-5) by
-    Lemma 1 and exactly; the paper's (peak) PSNR beside."""
-    out = (grid.groupby(["method", "gradient", "σ²"], sort=False)[["final PSNR", "peak PSNR", "peak t", "final SSIM"]]
-           .mean().reset_index())
+    PSNR with their standard errors, the peak's timestep and the final SSIM; epsilon of the normalised release
+    (sensitivity 1, delta = 1e-5) by Lemma 1 and exactly; the paper's (peak) PSNR beside."""
+    out = over_targets(grid, ["method", "gradient", "σ²"], extra=("peak t", "final SSIM"))
     normalised = out["gradient"] == "normalised"
     sigma = np.sqrt(out["σ²"].where(normalised & (out["σ²"] > 0)))
     out["ε (Lemma 1)"] = [theory.gaussian_mechanism_epsilon(s, delta=DELTA) if np.isfinite(s) else np.nan
@@ -493,13 +545,49 @@ def rv_table(exp: Experiment, progress: bool = True) -> pd.DataFrame:
                  if math.prod(cfg.shape[1:]) <= EXACT_RV_PIXELS else torch.full((len(images),), math.nan))
         eq17 = dg.gradient_jacobian_norm_eq17(model, images, labels, directions=cfg.rv_directions,
                                               generator=torch.Generator().manual_seed(cfg.seed))
-        psnr = {m: float(np.mean([exp.run(method=m, target=i, model=name).trajectory.final_psnr
-                                  for i in range(exp.data.targets)])) for m in METHODS}
+        psnr = over_targets(exp.runs([dict(method=m, model=name) for m in METHODS], False, ""), ["method"],
+                            ("final PSNR",)).set_index("method")
         paper = PAPER_TABLE2[name]
         rows.append({"model": name, "parameters": sum(p.numel() for p in model.parameters()),
                      "RV (Def. 3, max)": float(exact.max()), "mean ‖J‖_F": float(exact.mean()),
-                     "Eq. (17)": float(eq17.mean()), "DPS PSNR": psnr["DPS"], "DSG PSNR": psnr["DSG"],
+                     "Eq. (17)": float(eq17.mean()),
+                     **{f"{m} PSNR{se}": float(psnr.loc[m, f"final PSNR{se}"]) for m in METHODS for se in ("", " SE")},
                      "paper RV": paper[0], "paper DPS PSNR": paper[1], "paper DSG PSNR": paper[2]})
+    return pd.DataFrame(rows)
+
+
+def rv_column(table2: pd.DataFrame) -> pd.Series:
+    """RV per model from :func:`rv_table`: Definition 3's exact maximum, or Eq. (17) where the exact Jacobian was
+    skipped (above :data:`EXACT_RV_PIXELS` pixels)."""
+    column = "RV (Def. 3, max)" if table2["RV (Def. 3, max)"].notna().all() else "Eq. (17)"
+    return table2.set_index("model")[column]
+
+
+def rv_step_sizes(exp: Experiment, table2: pd.DataFrame, progress: bool = True) -> pd.DataFrame:
+    """Table 2's correlation against DPS's step size.  The guidance of Algorithm 1 scales with ``||J||``, so at one
+    ``zeta`` a model with a larger RV also takes larger steps.  DPS on every model of ``table2`` without noise at
+    each step size of ``cfg.rv_zetas`` and ``cfg.dps_zeta`` (Table 2's), and once more at ``cfg.dps_zeta RV_CNN /
+    RV`` (every model then takes steps of the CNN's size): per step size Spearman's rho of RV (:func:`rv_column`)
+    against the mean final and the mean oracle-peak PSNR over the targets, and the lowest and highest of the models'
+    mean final PSNR."""
+    cfg = exp.cfg
+    rv = rv_column(table2)
+    reference = rv["CNN"] if "CNN" in rv.index else rv.iloc[0]
+    cases = [(zeta, False) for zeta in sorted({*cfg.rv_zetas, cfg.dps_zeta})] + [(cfg.dps_zeta, True)]
+    jobs = [(zeta, scaled, name) for zeta, scaled in cases for name in rv.index]
+    psnr = {}
+    for zeta, scaled, name in tqdm(jobs, desc="RV and step size", unit="setting", disable=not progress):
+        step = zeta * reference / rv[name] if scaled else zeta
+        runs = exp.runs([dict(method="DPS", model=name, parameter=float(step))], False, "")
+        psnr[zeta, scaled, name] = runs[["final PSNR", "peak PSNR"]].mean()
+    rows = []
+    for zeta, scaled in cases:
+        means = pd.DataFrame({name: psnr[zeta, scaled, name] for name in rv.index}).T
+        rows.append({"ζ": zeta, "step size": "ζ · RV_CNN / RV" if scaled else "ζ",
+                     "ρ (final PSNR)": float(stats.spearmanr(rv, means["final PSNR"]).statistic),
+                     "ρ (peak PSNR)": float(stats.spearmanr(rv, means["peak PSNR"]).statistic),
+                     "lowest PSNR": float(means["final PSNR"].min()),
+                     "highest PSNR": float(means["final PSNR"].max())})
     return pd.DataFrame(rows)
 
 
@@ -511,27 +599,28 @@ def sweep(exp: Experiment, *, method: str, steps: int | None = None, progress: b
     and target, at the sampler's step count or ``steps``."""
     validation.choice("method", method, METHODS)
     values = exp.cfg.sweep_zetas if method == "DPS" else exp.cfg.sweep_rates
-    jobs = [dict(method=method, target=i, parameter=float(v), steps=steps) for v in values
-            for i in range(exp.data.targets)]
+    jobs = [dict(method=method, parameter=float(v), steps=steps) for v in values]
     return exp.runs(jobs, progress, f"{method} sweep")
 
 
 def baselines(exp: Experiment, progress: bool = True) -> pd.DataFrame:
-    """Tables 5 and 6: the mean final and peak PSNR over targets of the prior-free baselines DLG and Inverting
-    Gradients, DPS and DSG, without noise and at ``sigma^2 = 0.01`` on raw gradients, and of the prior alone (an
-    unconditional sample, which ignores the gradient: the floor).  The paper's PSNR beside (it has no prior-only
-    column)."""
-    rows = []
-    for variance, paper in ((0.0, PAPER_TABLE5), (TABLE6_VARIANCE, PAPER_TABLE6)):
-        for method in ("DLG", "IG", *METHODS):
-            runs = exp.runs([dict(method=method, target=i, variance=variance) for i in range(exp.data.targets)],
-                            progress, f"{method}, σ² = {variance:g}")
-            rows.append({"σ²": variance, "method": method, "final PSNR": float(runs["final PSNR"].mean()),
-                         "peak PSNR": float(runs["peak PSNR"].mean()), "paper PSNR": paper[method]})
-    floor = exp.runs([dict(method="prior", target=i) for i in range(exp.data.targets)], progress, "prior")
-    rows.append({"σ²": math.nan, "method": "prior only", "final PSNR": float(floor["final PSNR"].mean()),
-                 "peak PSNR": float(floor["peak PSNR"].mean()), "paper PSNR": math.nan})
-    return pd.DataFrame(rows)
+    """Tables 5 and 6: the mean final and peak PSNR over targets, with their standard errors, of the prior-free
+    baselines DLG and Inverting Gradients, DPS and DSG, without noise and at ``sigma^2 = 0.01`` on raw gradients,
+    and of the prior alone (an unconditional sample, which ignores the gradient: the floor).  The paper's PSNR
+    beside (it has no prior-only column)."""
+    settings = [dict(method=m, variance=v) for v in (0.0, TABLE6_VARIANCE) for m in ("DLG", "IG", *METHODS)]
+    runs = pd.concat([exp.runs(settings, progress, "baselines"), exp.runs([dict(method="prior")], False, "")])
+    out = over_targets(runs.assign(method=runs["method"].replace({"prior": "prior only"})), ["σ²", "method"])
+    out.loc[out["method"] == "prior only", "σ²"] = math.nan
+    paper = {0.0: PAPER_TABLE5, TABLE6_VARIANCE: PAPER_TABLE6}
+    out["paper PSNR"] = [paper.get(v, {}).get(m, math.nan) for v, m in zip(out["σ²"], out["method"])]
+    return out
+
+
+def sweep_table(runs: pd.DataFrame, column: str) -> pd.DataFrame:
+    """A sweep's runs (:func:`sweep`) as Table 3 or 4: per value (named ``column``) the mean final and peak PSNR over
+    the targets with their standard errors."""
+    return over_targets(runs, ["parameter"]).rename(columns={"parameter": column})
 
 
 #: The image the paper attacks, channels x side: 3x256x256 faces.
