@@ -173,25 +173,35 @@ class Table:
         return self.styler.to_string(delimiter="  ")
 
 
-def table(frame, *, digits: int = 4, formats: dict | None = None, caption: str | None = None) -> Table:
+def table(frame, *, digits: int = 4, formats: dict | None = None, caption: str | None = None,
+          errors: bool = False) -> Table:
     """The book's one table style: a result table as an HTML table that wraps to the page (see :class:`Table`).
 
     Numbers are shown with ``digits`` significant digits, never broken across lines (``formats`` maps a column to a
     format string or callable instead), missing values as "—", the index hidden; columns named ``paper...`` are shaded
-    so that a paper's value reads as the neighbour of ours (put them next to each other in ``frame``).  Cell padding and
-    the page width come from ``book/_static/custom.css``.  The table's HTML id is derived from its content, so a
-    re-executed notebook produces the same output (nbval compares it)."""
+    so that a paper's value reads as the neighbour of ours (put them next to each other in ``frame``).  With
+    ``errors`` a column ``"X SE"`` (a standard error) joins its column ``"X"`` as ``mean ± SE`` (the SE to two
+    digits).  Cell padding and the page width come from ``book/_static/custom.css``.  The table's HTML id is derived
+    from its content, so a re-executed notebook produces the same output (nbval compares it)."""
     import hashlib
 
     def number(value, d=digits):  # a non-breaking hyphen in negative exponents keeps "8.3e-07" on one line
         return f"{value:.{d}g}".replace("e-", "e\u2011")
 
+    joined = []
+    if errors:
+        frame = frame.copy()
+        for column in [c for c in frame.columns if f"{c} SE" in frame.columns]:
+            frame[column] = ["—" if not np.isfinite(m) else number(m) + (f"\u00a0±\u00a0{e:.2g}" if np.isfinite(e)
+                                                                           else "")
+                             for m, e in zip(frame[column], frame.pop(f"{column} SE"))]
+            joined.append(column)
     formats = dict(formats or {})
     for column in frame.columns:
         if column not in formats and frame[column].dtype.kind in "fc":
             formats[column] = number
     styler = frame.style.format(formats, na_rep="—").hide(axis="index")
-    text = [c for c in frame.columns if frame[c].dtype.kind in "OSU"]
+    text = [c for c in frame.columns if frame[c].dtype.kind in "OSU" and c not in joined]
     if text:  # words read from the left, numbers line up on the right
         styler = styler.set_properties(subset=text, **{"text-align": "left"})
     paper = [c for c in frame.columns if str(c).startswith(PAPER_PREFIXES)]

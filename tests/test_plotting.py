@@ -21,6 +21,14 @@ def test_table_numbers_stay_on_one_line_and_paper_columns_are_shaded():
     assert 'class="compendium-table"' in html
 
 
+def test_table_joins_a_standard_error_to_its_mean():
+    frame = pd.DataFrame({"PSNR": [40.7611, np.nan, 25.0], "PSNR SE": [1.1096, 0.5, np.nan], "SE": [1.0, 2.0, 3.0]})
+    shown = plotting.table(frame, digits=3, errors=True).frame
+    assert list(shown.columns) == ["PSNR", "SE"]  # a bare "SE" column has no mean to join
+    assert shown["PSNR"].tolist() == ["40.8\u00a0±\u00a01.1", "—", "25"]
+    assert list(frame.columns) == ["PSNR", "PSNR SE", "SE"]  # the caller's frame is left as it was
+
+
 def test_table_output_is_the_same_on_every_run():
     frame = pd.DataFrame({"x": [1.23456789, 2.0]})
     first, second = plotting.table(frame, digits=3), plotting.table(frame.copy(), digits=3)
