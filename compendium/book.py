@@ -28,7 +28,7 @@ import nbformat
 import papermill
 
 import compendium
-from compendium import chapters
+from compendium import chapters, validation
 from compendium.base import BOOK_BUILD, in_repository, repository_root, resolve_device
 
 KERNEL = "python3"
@@ -145,8 +145,7 @@ def _check_jobs(jobs) -> int:
 def _check_run(scale: str, device: str, seed: int) -> None:
     chapters.check_scale(scale)
     resolve_device(device)
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise ValueError(f"seed must be an integer >= 0; got {seed!r}")
+    validation.seed(seed)
 
 
 def execute_chapter(

@@ -18,18 +18,16 @@ from pathlib import Path
 
 import numpy as np
 
-from compendium import book, chapters
+from compendium import book, chapters, validation
 from compendium.base import resolve_device
 
 
 def _seed(text: str) -> int:
+    """The seed as an integer, by the package's one seed rule (:func:`compendium.validation.seed`)."""
     try:
-        seed = int(text)
-    except ValueError:
-        seed = -1
-    if seed < 0:
-        raise argparse.ArgumentTypeError(f"seed must be an integer >= 0; got {text!r}")
-    return seed
+        return validation.seed(int(text))
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"seed={text!r}; allowed: an integer >= 0") from err
 
 
 def _jobs(text: str) -> int:

@@ -307,3 +307,27 @@ def format_report(result: dict) -> str:
         shown = f"{value:.6g}" if isinstance(value, float) else str(value)
         lines.append(f"{key:38s} {shown:>14s}" + (f"   [{source}]" if source else ""))
     return "\n".join(lines)
+
+
+def edgeworth_comparison(*, sigmas, sample_rates, steps, kappas=(0.001, 0.01, 0.1)):
+    """From Mean to Extreme's Edgeworth approximation (the authors' ``rero_bound_sgm``,
+    :func:`~compendium.bounds.rero.rero_bound_edgeworth`) against the exact bound
+    (:func:`~compendium.bounds.rero.subsampled_gaussian_tradeoff`) on a grid of settings: a pandas DataFrame with one
+    row per (sigma, q, T, kappa), both values, the exact bound's numerical error, and the approximation's relative
+    error (negative: it under-states the risk).  Used by the From Mean to Extreme and the calculator chapters."""
+    import pandas as pd  # pandas only for this table: the calculator's command line starts without it
+
+    rows = []
+    for sigma in sigmas:
+        for q in sample_rates:
+            for T in steps:
+                curve = rero.subsampled_gaussian_tradeoff(noise_multiplier=sigma, sample_rate=q, steps=T)
+                k = np.asarray(kappas, float)
+                estimate, certified = 1 - curve.estimate(k), 1 - curve.certified(k)
+                approx = rero.rero_bound_edgeworth(k, noise_multiplier=sigma, sample_rate=q, steps=T)
+                for i, kappa in enumerate(kappas):
+                    rows.append({"sigma": sigma, "q": q, "T": T, "kappa": kappa, "exact": float(estimate[i]),
+                                 "numerical error": float(certified[i] - estimate[i]),
+                                 "Edgeworth (authors' code)": float(approx[i]),
+                                 "relative error": float(approx[i] / estimate[i] - 1)})
+    return pd.DataFrame(rows)

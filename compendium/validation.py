@@ -27,6 +27,11 @@ def _is_scalar(value) -> bool:
     return np.ndim(value) == 0 and not isinstance(value, (str, bytes))
 
 
+def seed(value) -> int:
+    """The one rule for a run's seed (chapter settings, ``book``, the command line): an integer ``>= 0``."""
+    return integer("seed", value, minimum=0)
+
+
 def integer(name: str, value, *, minimum: int = 1, what: str | None = None):
     """An integer ``>= minimum``: a Python or NumPy integer (``bool`` is refused), returned as ``int``; or an
     array-like of integral values, returned as a float array."""

@@ -12,7 +12,6 @@ from scipy import integrate, optimize, stats
 
 from compendium.bounds import diffusion as D
 
-C_PAPER = np.sqrt(2 * np.log(1.25e5))  # sqrt(2 ln(1.25/delta)) at delta = 1e-5
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -111,18 +110,6 @@ def test_lemma1_round_trip(delta, sensitivity):
     eps = np.array([0.05, 0.5, 0.99, 3.0, 484.48])
     sigma = sensitivity * np.sqrt(2 * np.log(1.25 / delta)) / eps  # Lemma 1 with equality
     assert np.allclose(D.gaussian_mechanism_epsilon(sigma, delta=delta, sensitivity=sensitivity), eps, rtol=1e-12)
-
-
-def test_epsilon_table_reproduces_printed_and_exact_values():
-    t = D.epsilon_table()
-    assert list(t["variance"]) == [1e-4, 1e-3, 1e-2, 1e-1]
-    # Table 1's labels from Lemma 1 (R1 of the notes), to the printed two decimals
-    assert np.all(np.abs(t["eps_lemma1"] - t["eps_printed"]) < 0.005)
-    assert np.allclose(t["eps_lemma1"], C_PAPER / np.sqrt(t["variance"]), rtol=1e-12)
-    # the exact epsilon of the same release (R1): 1.17 to 11.2 times the printed one
-    assert np.all(np.abs(t["eps_exact"] - [5425.51, 633.93, 91.82, 17.86]) < 0.005)
-    assert np.allclose(t["exact_over_lemma1"], [11.1986, 4.1378, 1.8952, 1.1655], atol=1e-4)
-    assert not t["lemma1_applies"].any()
 
 
 def _balle_wang_delta(eps, sigma, sens):
@@ -409,7 +396,6 @@ def test_rv_definition3_and_eq17_reference_values():
     (lambda: D.gaussian_mechanism_epsilon(0.1, delta=1e-5, sensitivity=0), "sensitivity"),
     (lambda: D.gaussian_mechanism_epsilon(-0.1, delta=1e-5), "sigma"),
     (lambda: D.gaussian_mechanism_epsilon_exact(0.1, delta=0.0), "delta"),
-    (lambda: D.epsilon_table([1e-4, -1.0]), "variances"),
     (lambda: D.theorem1_bound(sigma=0.1, d=1, jacobian_norm=-1.0, mean_deviation=0.1), "jacobian_norm"),
     (lambda: D.theorem1_bound(sigma=0.1, d=1, jacobian_norm=1.0, mean_deviation=-0.1), "mean_deviation"),
     (lambda: D.theorem1_linear_gaussian_check(a=1.0, s=0.0, sigma=0.1), "s"),

@@ -83,11 +83,3 @@ def test_minimal_noise_multiplier_is_the_smallest_that_keeps_the_target():
 def test_bad_input_is_refused_before_work(call, match):
     with pytest.raises(ValueError, match=match):
         call()
-
-
-def test_edgeworth_comparison_tabulates_both_values():
-    table = rero.edgeworth_comparison(sigmas=(1.0,), sample_rates=(0.1,), steps=(40,), kappas=(0.01, 0.1))
-    assert list(table.kappa) == [0.01, 0.1] and (table["numerical error"] >= 0).all()
-    exact = rero.rero_bound_subsampled(np.array([0.01, 0.1]), noise_multiplier=1.0, sample_rate=0.1, steps=40)[0]
-    assert np.allclose(table.exact, exact, rtol=1e-12)
-    assert np.allclose(table["relative error"], table["Edgeworth (authors' code)"] / table.exact - 1)

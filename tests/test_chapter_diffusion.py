@@ -192,6 +192,20 @@ def test_tables_bookkeeping(tiny):
     assert by_step["ρ (final PSNR)"].abs().max() <= 1 and (by_step["lowest PSNR"] <= by_step["highest PSNR"]).all()
 
 
+def test_epsilon_table_reproduces_printed_and_exact_values():
+    t = chapter.epsilon_table()
+    assert list(t["variance"]) == [1e-4, 1e-3, 1e-2, 1e-1]
+    # Table 1's labels from Lemma 1, to the printed two decimals
+    assert np.all(np.abs(t["eps_lemma1"] - t["eps_printed"]) < 0.005)
+    assert np.allclose(t["eps_lemma1"], np.sqrt(2 * np.log(1.25e5)) / np.sqrt(t["variance"]), rtol=1e-12)
+    # the exact epsilon of the same release: 1.17 to 11.2 times the printed one
+    assert np.all(np.abs(t["eps_exact"] - [5425.51, 633.93, 91.82, 17.86]) < 0.005)
+    assert np.allclose(t["exact_over_lemma1"], [11.1986, 4.1378, 1.8952, 1.1655], atol=1e-4)
+    assert not t["lemma1_applies"].any()
+    with pytest.raises(ValueError, match="variances"):
+        chapter.epsilon_table([1e-4, -1.0])
+
+
 def test_paper_table1_has_one_inconsistent_row():
     table = chapter.paper_table1_consistency()
     off = table[table["difference (dB)"].abs() > 0.01]

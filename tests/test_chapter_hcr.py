@@ -70,11 +70,11 @@ def test_data_and_tasks(tiny):
     _, datasets, tasks, accuracy, _ = tiny
     assert "digits (1297, 1, 8, 8) train / 500 test" in datasets.describe()
     assert datasets.gray_norm == pytest.approx((0.3054, 0.3759), abs=1e-4)  # the training split's mean and sd
-    assert list(tasks) == ["gray", "gray_cnn", "colour"] and list(accuracy["task"]) == [t["title"] for t in
+    assert list(tasks) == ["gray", "gray_cnn", "colour"] and list(accuracy["task"]) == [t.title for t in
                                                                                           tasks.values()]
     for task in tasks.values():
-        assert task["x_eval"].shape[0] == 2 and task["sigma"] > 0 and 0 <= task["accuracy"][1] <= 1
-        assert task["exact"].features(task["x_eval"].double()).dtype == torch.float64
+        assert task.x_eval.shape[0] == 2 and task.sigma > 0 and 0 <= task.accuracy[1] <= 1
+        assert task.exact.features(task.x_eval.double()).dtype == torch.float64
 
 
 def test_bound_runs_summary_and_modes(tiny):
@@ -99,13 +99,13 @@ def test_null_space_and_attacks(tiny):
     ranks = chapter.jacobian_ranks(tasks)
     assert list(ranks["images"]) == [2, 2, 2]
     gray = tasks["gray"]
-    if gray["jacobian_rank"].null_direction[0] is not None:
+    if gray.jacobian_rank.null_direction[0] is not None:
         steps, mode, extent = chapter.null_direction_steps(gray)
         assert len(steps) == 4 and 0 <= mode < 64 and 0 < extent < np.inf
         inside = steps["step / linear piece"] < 1
         assert np.all(steps["‖z_ε‖ / ‖a(θ)‖"][inside] < 1e-12) and np.all(steps["‖z_ε‖ / ‖a(θ)‖"][~inside] > 1e-12)
     releases = chapter.simulate_releases(gray, cfg, torch.device("cpu"))
-    assert (releases.n, releases.K) == (2, 6) and releases.observed.shape == (12, gray["model"].feature_dim)
+    assert (releases.n, releases.K) == (2, 6) and releases.observed.shape == (12, gray.model.feature_dim)
     attacks = chapter.run_attacks(gray, releases, cfg, torch.device("cpu"))
     bound = runs["gray", "main"].bound_dct[:releases.n]
     table, err = chapter.attack_errors(gray, releases, attacks, bound)

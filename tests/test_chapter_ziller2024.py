@@ -130,6 +130,13 @@ def test_figure3_resolutions_tables_and_sentence():
     assert 0 < sd[8] < sd[32] < 0.5  # downsampling averages detail away
 
 
+@pytest.mark.parametrize("row", zb.table1_rows, ids=[f"{i:02d}-{r[0]}" for i, r in enumerate(zb.table1_rows)])
+def test_table1_rows_at_the_printed_precision_are_the_papers_strings(row):
+    _, sigma, C, N, T, kappa, *paper = row
+    got = chapter.printed(zb.table1_row(sigma, C=C, N=N, T=T, kappa=kappa))
+    assert [got[k] for k in ("worst", "mse", "psnr", "ncc")] == paper
+
+
 def test_table1_puts_the_papers_values_next_to_ours():
     table = chapter.table1()
     assert len(table) == len(zb.table1_rows) and table.varied.iloc[0] == "baseline"

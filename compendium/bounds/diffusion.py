@@ -25,7 +25,7 @@ What this module shows (*[ours]* marks quantities the paper does not give):
 
 * Lemma 1 is used far outside its validity range ``eps < 1``; the exact epsilon of the same release (the
   analytic Gaussian mechanism, :func:`compendium.dp.epsilon_exact`) is 1.2 to 11 times the printed one
-  (:func:`epsilon_table`).
+  (the chapter's ``epsilon_table``).
 * Lemma 3's constant is not the Lipschitz constant of the density: the true one is
   ``(2 pi sigma^2)^(-d/2) e^(-1/2) / sigma`` (:func:`gaussian_density_lipschitz`), and for ``d = 1`` the two agree
   only at ``sigma = 1``.  ``L_g`` is *increasing* in ``sigma^2`` on ``(0, 1)``, so the paper's reading of Theorem 2
@@ -38,12 +38,12 @@ What this module shows (*[ours]* marks quantities the paper does not give):
 * Lemma 5 fails for a linear gradient map, and with its constant Theorem 4's right-hand side exceeds the true
   change (:func:`lemma5_bound`, :func:`theorem4_rhs`).
 
-Everything is numpy/scipy (and pandas for the table); inputs are checked with :mod:`compendium.validation`.
+Everything is numpy/scipy and returns numbers (the chapter builds the tables); inputs are checked with
+:mod:`compendium.validation`.
 """
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 from scipy import stats
 
 from compendium import dp, validation
@@ -51,7 +51,6 @@ from compendium import dp, validation
 __all__ = [
     "TABLE1_EPSILONS",
     "TABLE1_VARIANCES",
-    "epsilon_table",
     "gaussian_density_lipschitz",
     "gaussian_mechanism_epsilon",
     "gaussian_mechanism_epsilon_exact",
@@ -119,25 +118,6 @@ def gaussian_mechanism_epsilon_exact(sigma, *, delta, sensitivity=1.0):
     c = validation.positive("sensitivity", sensitivity, what="l2-sensitivity Delta")
     out = np.vectorize(lambda si, ci: dp.epsilon_exact(si / ci, 1, d), otypes=[float])(s, c)
     return float(out) if np.ndim(out) == 0 else out
-
-
-def epsilon_table(variances=TABLE1_VARIANCES, *, delta=1e-5, sensitivity=1.0) -> pd.DataFrame:
-    """Table 1's epsilons against exact ones: one row per noise variance ``sigma^2``.
-
-    Columns: ``variance``, ``sigma``, ``eps_printed`` (Table 1, where the variance is one of the paper's; else NaN),
-    ``eps_lemma1`` (:func:`gaussian_mechanism_epsilon`), ``lemma1_applies`` (``eps_lemma1 < 1``), ``eps_exact``
-    (:func:`gaussian_mechanism_epsilon_exact`) and ``exact_over_lemma1``.
-    """
-    var = validation.grid("variances", list(variances), what="noise variances sigma^2")
-    printed = dict(zip(TABLE1_VARIANCES, TABLE1_EPSILONS))
-    rows = []
-    for v in var:
-        s = float(np.sqrt(v))
-        e1 = gaussian_mechanism_epsilon(s, delta=delta, sensitivity=sensitivity)
-        ex = gaussian_mechanism_epsilon_exact(s, delta=delta, sensitivity=sensitivity)
-        rows.append({"variance": float(v), "sigma": s, "eps_printed": printed.get(v, np.nan), "eps_lemma1": e1,
-                     "lemma1_applies": bool(e1 < 1.0), "eps_exact": ex, "exact_over_lemma1": ex / e1})
-    return pd.DataFrame(rows)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from scipy.fft import next_fast_len
 from compendium import checks, validation
 
 __all__ = ["SubsampledGaussianTradeoff", "gaussian_tradeoff", "rero_bound", "subsampled_gaussian_tradeoff",
-           "rero_bound_subsampled", "likelihood_ratio_power", "rero_bound_edgeworth", "edgeworth_comparison",
+           "rero_bound_subsampled", "likelihood_ratio_power", "rero_bound_edgeworth",
            "rero_bound_glrt", "minimal_noise_multiplier_subsampled"]
 
 
@@ -296,26 +296,3 @@ def rero_bound_glrt(kappa, *, dim: int, sensitivity: float, noise_sd: float):
     forward = stats.ncx2.sf(stats.chi2.isf(k, d), d, nc)
     reverse = stats.chi2.cdf(stats.ncx2.ppf(k, d, nc), d)
     return np.maximum(forward, reverse)
-
-
-def edgeworth_comparison(*, sigmas, sample_rates, steps, kappas=(0.001, 0.01, 0.1)):
-    """From Mean to Extreme's Edgeworth approximation (the authors' ``rero_bound_sgm``, :func:`rero_bound_edgeworth`)
-    against the exact bound (:func:`subsampled_gaussian_tradeoff`) on a grid of settings: a pandas DataFrame with
-    one row per (sigma, q, T, kappa), both values, the exact bound's numerical error, and the approximation's
-    relative error (negative: it under-states the risk)."""
-    import pandas as pd
-
-    rows = []
-    for sigma in sigmas:
-        for q in sample_rates:
-            for T in steps:
-                curve = subsampled_gaussian_tradeoff(noise_multiplier=sigma, sample_rate=q, steps=T)
-                k = np.asarray(kappas, float)
-                estimate, certified = 1 - curve.estimate(k), 1 - curve.certified(k)
-                approx = rero_bound_edgeworth(k, noise_multiplier=sigma, sample_rate=q, steps=T)
-                for i, kappa in enumerate(kappas):
-                    rows.append({"sigma": sigma, "q": q, "T": T, "kappa": kappa, "exact": float(estimate[i]),
-                                 "numerical error": float(certified[i] - estimate[i]),
-                                 "Edgeworth (authors' code)": float(approx[i]),
-                                 "relative error": float(approx[i] / estimate[i] - 1)})
-    return pd.DataFrame(rows)

@@ -118,7 +118,7 @@ class Settings:
     def __post_init__(self) -> None:
         check_scale(self.scale)
         resolve_device(self.device)
-        validation.integer("seed", self.seed, minimum=0)
+        validation.seed(self.seed)
         self.validate()
 
     def validate(self) -> None:

@@ -185,6 +185,26 @@ def settings(scale: str = "book", device: str = "auto", seed: int = 0, **overrid
     return resolve(Settings, SCALES, scale, device, seed, overrides)
 
 
+def epsilon_table(variances=theory.TABLE1_VARIANCES, *, delta=1e-5, sensitivity=1.0) -> pd.DataFrame:
+    """Table 1's epsilons against exact ones: one row per noise variance ``sigma^2``.
+
+    Columns: ``variance``, ``sigma``, ``eps_printed`` (Table 1, where the variance is one of the paper's; else NaN),
+    ``eps_lemma1`` (:func:`~compendium.bounds.diffusion.gaussian_mechanism_epsilon`), ``lemma1_applies``
+    (``eps_lemma1 < 1``), ``eps_exact`` (:func:`~compendium.bounds.diffusion.gaussian_mechanism_epsilon_exact`) and
+    ``exact_over_lemma1``.
+    """
+    var = validation.grid("variances", list(variances), what="noise variances sigma^2")
+    printed = dict(zip(theory.TABLE1_VARIANCES, theory.TABLE1_EPSILONS))
+    rows = []
+    for v in var:
+        s = float(np.sqrt(v))
+        e1 = theory.gaussian_mechanism_epsilon(s, delta=delta, sensitivity=sensitivity)
+        ex = theory.gaussian_mechanism_epsilon_exact(s, delta=delta, sensitivity=sensitivity)
+        rows.append({"variance": float(v), "sigma": s, "eps_printed": printed.get(v, np.nan), "eps_lemma1": e1,
+                     "lemma1_applies": bool(e1 < 1.0), "eps_exact": ex, "exact_over_lemma1": ex / e1})
+    return pd.DataFrame(rows)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Data, prior and attacked models
 # ---------------------------------------------------------------------------------------------------------------

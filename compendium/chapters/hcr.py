@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import scipy.integrate
 import torch
+from torch import nn
 
 from compendium import base, checks, data, metrics, models, train, validation
 from compendium.attacks import feature_inversion as inversion
@@ -406,9 +407,43 @@ def algorithm1_linear_check(lin: LinearCheck, seed: int) -> Algorithm1Check:
 # ---------------------------------------------------------------------------------------------------------------
 # the experiments: three classifiers, their dithered accuracy, and the HCR bounds of Algorithm 1
 # ---------------------------------------------------------------------------------------------------------------
-def build_tasks(cfg: Settings, datasets: Datasets) -> dict:
-    """The three tasks, each a dict with its untrained classifier and its settings: ``"gray"`` (the paper's MNIST
-    MLP, Sec. 3.1, Figures 1-2), ``"gray_cnn"`` (the CIFAR-10 CNN on the grayscale data; not in the paper) and
+@dataclass
+class Task:
+    """One of the chapter's three classification tasks: its untrained classifier and settings (:func:`build_tasks`),
+    then what :func:`train_tasks` and :func:`jacobian_ranks` add to it."""
+
+    title: str  #: the task's name in tables and figures
+    paper_name: str | None  #: the paper's data set for this task (``None``: not in the paper)
+    norm: tuple[float, float]  #: the data's normalisation (mean, standard deviation)
+    train: tuple[torch.Tensor, torch.Tensor]  #: training images and labels
+    test: tuple[torch.Tensor, torch.Tensor]  #: test images and labels
+    model: nn.Module  #: the classifier, trained in place by :func:`train_tasks`
+    epochs: int  #: training epochs
+    kappa: float  #: the noise level kappa of the dithered release
+    diffdivs: tuple[float, ...]  #: ``1 / s`` of the main and the limit run (Algorithm 1's step size)
+    low: int  #: the low-frequency DCT block shown in the figures
+    examples: int  #: the test images bounded
+    iterations: tuple[int, int]  #: the repetitions ``i`` of the main and the limit run
+    figures: tuple[str, str]  #: the paper's histogram and visualisation figures
+    paper_acc: tuple[float, float] | None  #: the paper's clean and dithered accuracy
+    paper_kappa: float | None  #: the paper's kappa
+    paper_modes: dict | None  #: the histogram modes of the paper's figures, read off them
+    paper_sd: float | None  #: the paper's normalisation standard deviation
+    # set by train_tasks
+    x_test: torch.Tensor | None = None  #: the normalised test images, on the device
+    y_test: torch.Tensor | None = None  #: the test labels, on the device
+    train_seconds: float | None = None  #: seconds to train the classifier
+    exact: nn.Module | None = None  #: a float64 copy of the classifier, for the exact forward passes of the bounds
+    x_eval: torch.Tensor | None = None  #: the first ``examples`` test images, the ones bounded
+    sigma: float | None = None  #: kappa times the RMS feature over the test set (the authors' code's rule)
+    accuracy: tuple[float, float] | None = None  #: clean and dithered accuracy
+    # set by jacobian_ranks
+    jacobian_rank: hcr.JacobianRank | None = None  #: the feature map's Jacobian rank at the bounded images
+
+
+def build_tasks(cfg: Settings, datasets: Datasets) -> dict[str, Task]:
+    """The three tasks, each a :class:`Task` with its untrained classifier and its settings: ``"gray"`` (the paper's
+    MNIST MLP, Sec. 3.1, Figures 1-2), ``"gray_cnn"`` (the CIFAR-10 CNN on the grayscale data; not in the paper) and
     ``"colour"`` (the paper's CIFAR-10 CNN, Sec. 3.2, Figures 3-4).  ``iterations`` are the repetitions ``i`` of the
     main and the limit run (the paper: 10 and 10 for MNIST, 6 and 4 for CIFAR-10, capped at the largest
     ``cfg.power_iterations``); ``paper_acc``, ``paper_kappa``, ``paper_modes`` (the histogram modes of the paper's
@@ -417,7 +452,7 @@ def build_tasks(cfg: Settings, datasets: Datasets) -> dict:
     i_max = max(cfg.power_iterations)
     d = datasets
     return {  # iterations: i of the main and the limit run; figures: the paper's histogram and visualisation figures
-        "gray": dict(
+        "gray": Task(
             title=f"{cfg.gray_data} MLP", paper_name="MNIST", norm=d.gray_norm, train=d.gray_train, test=d.gray_test,
             model=models.MnistMLP(1, side_gray, 10, hidden=cfg.gray_hidden,
                                   generator=torch.Generator().manual_seed(cfg.seed)),
@@ -426,7 +461,7 @@ def build_tasks(cfg: Settings, datasets: Datasets) -> dict:
             paper_acc=PAPER_ACCURACY["MNIST"], paper_kappa=PAPER_KAPPA["MNIST"],
             paper_modes={"main": (0.16, 0.42), "limit": (0.20, 0.47)},
             paper_sd=models.MNIST_NORMALIZATION[1]),
-        "gray_cnn": dict(
+        "gray_cnn": Task(
             title=f"{cfg.gray_data} CNN", paper_name=None, norm=d.gray_norm, train=d.gray_train, test=d.gray_test,
             model=models.CifarCNN(1, side_gray, 10, widths=cfg.colour_widths, hidden=cfg.colour_hidden,
                                   generator=torch.Generator().manual_seed(cfg.seed)),
@@ -434,7 +469,7 @@ def build_tasks(cfg: Settings, datasets: Datasets) -> dict:
             examples=cfg.gray_cnn_examples, iterations=(i_max, i_max),
             figures=("Figure 1 (a CNN, not in the paper)", "Figure 2 (a CNN, not in the paper)"),
             paper_acc=None, paper_kappa=None, paper_modes=None, paper_sd=None),
-        "colour": dict(
+        "colour": Task(
             title=f"{cfg.colour_data} CNN", paper_name="CIFAR-10", norm=d.colour_norm, train=d.colour_train,
             test=d.colour_test,
             model=models.CifarCNN(3, d.colour_train[0].shape[-1], len(d.colour_classes), widths=cfg.colour_widths,
@@ -446,79 +481,79 @@ def build_tasks(cfg: Settings, datasets: Datasets) -> dict:
     }
 
 
-def train_tasks(tasks: dict, cfg: Settings, device) -> pd.DataFrame:
+def train_tasks(tasks: dict[str, Task], cfg: Settings, device) -> pd.DataFrame:
     """Trains each task's classifier with the paper's recipe (AdamW, learning rate 1e-3, batch 32; Sec. 3) and sets
     its noise level and accuracies; returns the accuracy table (one row per task).
 
-    Each task dict gains ``x_test``/``y_test`` (normalised, on ``device``), ``train_seconds``, ``exact`` (a float64
+    Each :class:`Task` gains ``x_test``/``y_test`` (normalised, on ``device``), ``train_seconds``, ``exact`` (a float64
     copy of the model, for the exact forward passes that make each bound rigorous), ``x_eval`` (the first
     ``examples`` test images, the ones bounded), ``sigma`` (``kappa`` times the RMS feature over the test set: the
     authors' code's rule, which the paper never states) and ``accuracy`` ``(clean, dithered)``, the dithered one the
     mean over 25 noise draws (as in the authors' code)."""
     acc_rows = []
     for task in tasks.values():
-        x_train = normalised(task["train"][0], *task["norm"])
-        task["x_test"] = normalised(task["test"][0], *task["norm"]).to(device)
-        task["y_test"] = task["test"][1].to(device)
+        x_train = normalised(task.train[0], *task.norm)
+        task.x_test = normalised(task.test[0], *task.norm).to(device)
+        task.y_test = task.test[1].to(device)
         start = time.perf_counter()
         # shuffles drawn on the CPU, so that a run on a GPU trains on the book's batches
-        train.train_classifier(task["model"], (x_train.to(device), task["train"][1].to(device)), task["epochs"],
+        train.train_classifier(task.model, (x_train.to(device), task.train[1].to(device)), task.epochs,
                                generator=torch.Generator().manual_seed(cfg.seed), device=str(device),
                                progress=False)
-        task["train_seconds"] = time.perf_counter() - start
-        model = task["model"].eval().requires_grad_(False)
-        task["exact"] = hcr.float64_copy(model)
-        task["x_eval"] = task["x_test"][:task["examples"]]
+        task.train_seconds = time.perf_counter() - start
+        model = task.model.eval().requires_grad_(False)
+        task.exact = hcr.float64_copy(model)
+        task.x_eval = task.x_test[:task.examples]
         # kappa x RMS feature over the test set (the code's RMS is over its thousands of evaluated examples)
-        task["sigma"] = hcr.noise_sigma(model.features(task["x_test"]), task["kappa"])
-        clean = train.accuracy(model, task["x_test"], task["y_test"])
-        dithered = dithered_accuracy(task, task["sigma"], seed=cfg.seed)
-        task["accuracy"] = (clean, dithered)
-        acc_rows.append({"task": task["title"], "train [s]": round(task["train_seconds"], 1), "κ": task["kappa"],
-                         "σ": round(task["sigma"], 4), "clean [%]": round(100 * clean, 1),
+        task.sigma = hcr.noise_sigma(model.features(task.x_test), task.kappa)
+        clean = train.accuracy(model, task.x_test, task.y_test)
+        dithered = dithered_accuracy(task, task.sigma, seed=cfg.seed)
+        task.accuracy = (clean, dithered)
+        acc_rows.append({"task": task.title, "train [s]": round(task.train_seconds, 1), "κ": task.kappa,
+                         "σ": round(task.sigma, 4), "clean [%]": round(100 * clean, 1),
                          "dithered [%]": round(100 * dithered, 1),
-                         "paper [%]": "not in the paper" if task["paper_acc"] is None else
-                                      f"{task['paper_name']}, κ = {task['paper_kappa']:g}: "
-                                      f"{task['paper_acc'][0]:g} → {task['paper_acc'][1]:g}"})
+                         "paper [%]": "not in the paper" if task.paper_acc is None else
+                                      f"{task.paper_name}, κ = {task.paper_kappa:g}: "
+                                      f"{task.paper_acc[0]:g} → {task.paper_acc[1]:g}"})
     return pd.DataFrame(acc_rows)
 
 
-def dithered_accuracy(task: dict, sigma: float, *, seed: int, draws: int = 25) -> float:
+def dithered_accuracy(task: Task, sigma: float, *, seed: int, draws: int = 25) -> float:
     """The accuracy of a trained task's classifier on its test set with Gaussian noise of standard deviation
     ``sigma`` added to the features, the mean over ``draws`` noise draws (as in the authors' code)."""
-    return float(np.mean([train.accuracy(task["model"], task["x_test"], task["y_test"], feature_noise=sigma,
+    return float(np.mean([train.accuracy(task.model, task.x_test, task.y_test, feature_noise=sigma,
                                          generator=torch.Generator().manual_seed(seed + r)) for r in range(draws)]))
 
 
-def kappa_sweep(tasks: dict, kappas, *, seed: int) -> pd.DataFrame:
+def kappa_sweep(tasks: dict[str, Task], kappas, *, seed: int) -> pd.DataFrame:
     """What each noise level costs: every trained task's clean accuracy and its dithered accuracy (in percent) at
     ``sigma = kappa x`` RMS feature for each ``kappa``, the rule by which the authors' code (and this chapter) sets
     the noise; the paper reports one point of this trade-off per data set."""
     rows = []
     for key, task in tasks.items():
-        features = task["model"].features(task["x_test"])
-        row = {"task": task["title"], "key": key, "clean [%]": 100 * task["accuracy"][0]}
+        features = task.model.features(task.x_test)
+        row = {"task": task.title, "key": key, "clean [%]": 100 * task.accuracy[0]}
         for kappa in kappas:
             row[f"κ = {kappa:g} [%]"] = 100 * dithered_accuracy(task, hcr.noise_sigma(features, kappa), seed=seed)
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def run_hcr(task: dict, cfg: Settings, device, diffdiv: float, iterations: int, **kwargs) -> hcr.HCRResult:
+def run_hcr(task: Task, cfg: Settings, device, diffdiv: float, iterations: int, **kwargs) -> hcr.HCRResult:
     """Algorithm 1 and the per-DCT-mode HCR bound (:func:`hcr.hcr_bound`) on a task's evaluated images, with
     ``cfg.num_restarts`` draws, size ``s = 1/diffdiv`` and ``iterations`` repetitions, float32 Jacobian products and
     float64 exact forward passes; the result carries its wall-clock time as ``seconds``."""
     start = time.perf_counter()
     # the noise drawn on the CPU (hcr_bound moves it), so that a run on a GPU bounds the book's draws
-    res = hcr.hcr_bound(task["model"].features, task["x_eval"], task["sigma"], num_restarts=cfg.num_restarts,
+    res = hcr.hcr_bound(task.model.features, task.x_eval, task.sigma, num_restarts=cfg.num_restarts,
                         num_power_iterations=iterations, diffdiv=diffdiv,
                         generator=torch.Generator().manual_seed(cfg.seed),
-                        exact_map=task["exact"].features, **kwargs)
+                        exact_map=task.exact.features, **kwargs)
     res.seconds = time.perf_counter() - start
     return res
 
 
-def run_bounds(tasks: dict, cfg: Settings, device) -> dict:
+def run_bounds(tasks: dict[str, Task], cfg: Settings, device) -> dict:
     """Every HCR run of the chapter (Sec. 3, Figures 1 and 3), keyed ``(task, label)``: for each task the main run
     (the first ``diffdivs`` size, the first ``iterations``) and the ``--limit`` run of the authors' code (the second
     size), the sweep over fewer repetitions ``i`` (``"i=<i>"``, at the main size), and for the grayscale task the
@@ -526,20 +561,20 @@ def run_bounds(tasks: dict, cfg: Settings, device) -> dict:
     ``0.02 sigma s`` at the main size), which separates the tolerance from the size."""
     runs = {}
     for key, task in tasks.items():
-        (s_main, s_limit), (i_main, i_limit) = task["diffdivs"], task["iterations"]
+        (s_main, s_limit), (i_main, i_limit) = task.diffdivs, task.iterations
         runs[key, "main"] = run_hcr(task, cfg, device, s_main, i_main)
         runs[key, "limit"] = run_hcr(task, cfg, device, s_limit, i_limit)
         for i in cfg.power_iterations:
             if i < i_main:  # the sweep below the main run's repetitions
                 runs[key, f"i={i}"] = run_hcr(task, cfg, device, s_main, i)
     gray = tasks["gray"]
-    fixed_atol = 0.02 * gray["sigma"] / gray["diffdivs"][0]  # the code's value at the main size
-    for label, s_inv in zip(("fixed atol, main s", "fixed atol, limit s"), gray["diffdivs"]):
-        runs["gray", label] = run_hcr(gray, cfg, device, s_inv, gray["iterations"][0], lsqr_atol=fixed_atol)
+    fixed_atol = 0.02 * gray.sigma / gray.diffdivs[0]  # the code's value at the main size
+    for label, s_inv in zip(("fixed atol, main s", "fixed atol, limit s"), gray.diffdivs):
+        runs["gray", label] = run_hcr(gray, cfg, device, s_inv, gray.iterations[0], lsqr_atol=fixed_atol)
     return runs
 
 
-def bound_summary(runs: dict, tasks: dict) -> pd.DataFrame:
+def bound_summary(runs: dict, tasks: dict[str, Task]) -> pd.DataFrame:
     """One row per HCR run: size ``1/s``, repetitions ``i``, total LSQR iterations, the 10/50/90 % quantiles of the
     per-mode bound over all modes and examples, the median over the lowest ``L x L`` modes (the paper's filtered
     histograms), the median ``||z_eps|| / ||eps||`` and the seconds per example."""
@@ -547,26 +582,26 @@ def bound_summary(runs: dict, tasks: dict) -> pd.DataFrame:
     for (key, label), res in runs.items():
         task, b = tasks[key], res.bound_dct
         q10, q50, q90 = np.quantile(b, [0.1, 0.5, 0.9])
-        rows.append({"task": task["title"], "run": label, "1/s": res.diffdiv,
+        rows.append({"task": task.title, "run": label, "1/s": res.diffdiv,
                      "i": res.lsqr_iterations.shape[1], "LSQR its": int(res.lsqr_iterations.sum()),
                      "q10": q10, "median": q50, "q90": q90,
-                     "median low L×L": np.median(hcr.low_frequency(b, task["low"])), "L": task["low"],
-                     "median ‖z_ε‖/‖ε‖": np.median(res.ratio), "s per example": res.seconds / task["examples"]})
+                     "median low L×L": np.median(hcr.low_frequency(b, task.low)), "L": task.low,
+                     "median ‖z_ε‖/‖ε‖": np.median(res.ratio), "s per example": res.seconds / task.examples})
     return pd.DataFrame(rows)
 
 
-def exact_on_cpu(task: dict) -> torch.nn.Module:
+def exact_on_cpu(task: Task) -> torch.nn.Module:
     """A CPU copy of the task's float64 model, for the checks below that recompute single images on the CPU beside
     numpy (the task's own copy stays on the chapter's device for :func:`run_hcr`)."""
-    return copy.deepcopy(task["exact"]).cpu()
+    return copy.deepcopy(task.exact).cpu()
 
 
-def recompute_first_draw(task: dict, res: hcr.HCRResult):
+def recompute_first_draw(task: Task, res: hcr.HCRResult):
     """The first draw of the first example of a run, recomputed independently: its exact feature change by a fresh
     float64 forward pass, and its per-DCT-mode bound (5)+(12) from that change.  Returns ``(z_eps, bound)``."""
     eps0 = torch.tensor(res.eps[0, :1])
-    _, z = hcr.hcr_sd_along(exact_on_cpu(task).features, task["x_eval"][:1].double().cpu(), eps0, task["sigma"])
-    return z, hcr.hcr_sd_bound(hcr.dct2(res.eps[0, 0]), z, task["sigma"])
+    _, z = hcr.hcr_sd_along(exact_on_cpu(task).features, task.x_eval[:1].double().cpu(), eps0, task.sigma)
+    return z, hcr.hcr_sd_bound(hcr.dct2(res.eps[0, 0]), z, task.sigma)
 
 
 def histogram_mode(values, bins: int = 256) -> float:
@@ -576,7 +611,7 @@ def histogram_mode(values, bins: int = 256) -> float:
     return 0.5 * (edges[counts.argmax()] + edges[counts.argmax() + 1])
 
 
-def histogram_modes(tasks: dict, runs: dict):
+def histogram_modes(tasks: dict[str, Task], runs: dict):
     """The counterparts of Figures 1 and 3: for each task the histogram panels (all modes and the lowest ``L x L``,
     for the main and the limit run) and a table of their modes, in normalised units and in 8-bit gray levels, next
     to the modes of the paper's figures.  Returns ``(table, {task: panels})``."""
@@ -587,33 +622,33 @@ def histogram_modes(tasks: dict, runs: dict):
             res = runs[key, label]
             name = f"s = 1/{res.diffdiv:g}, i = {res.lsqr_iterations.shape[1]}"
             panels[key][f"{name}: all modes"] = res.bound_dct
-            panels[key][f"{name}: lowest {task['low']}×{task['low']}"] = hcr.low_frequency(res.bound_dct, task["low"])
-            paper = task["paper_modes"][label] if task["paper_modes"] else (np.nan, np.nan)
+            panels[key][f"{name}: lowest {task.low}×{task.low}"] = hcr.low_frequency(res.bound_dct, task.low)
+            paper = task.paper_modes[label] if task.paper_modes else (np.nan, np.nan)
             for part, values, paper_value in (("all", res.bound_dct, paper[0]),
-                                              ("low", hcr.low_frequency(res.bound_dct, task["low"]), paper[1])):
-                mode_rows.append({"task": task["title"], "run": name, "modes": part,
+                                              ("low", hcr.low_frequency(res.bound_dct, task.low), paper[1])):
+                mode_rows.append({"task": task.title, "run": name, "modes": part,
                                   "histogram mode": histogram_mode(values),
-                                  "in 8-bit levels": histogram_mode(values) * task["norm"][1] * 255,
-                                  "paper": paper_value, "paper's data": task["paper_name"] or "—",
-                                  "paper in 8-bit levels": paper_value * (task["paper_sd"] or np.nan) * 255})
+                                  "in 8-bit levels": histogram_mode(values) * task.norm[1] * 255,
+                                  "paper": paper_value, "paper's data": task.paper_name or "—",
+                                  "paper in 8-bit levels": paper_value * (task.paper_sd or np.nan) * 255})
     return pd.DataFrame(mode_rows), panels
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # the null space of ReLU features: where no unbiased estimator exists
 # ---------------------------------------------------------------------------------------------------------------
-def jacobian_ranks(tasks: dict, max_images: int = 32) -> pd.DataFrame:
+def jacobian_ranks(tasks: dict[str, Task], max_images: int = 32) -> pd.DataFrame:
     """The rank of each task's float64 feature Jacobian at up to ``max_images`` evaluated images
     (:func:`hcr.jacobian_rank`, one full SVD per image), the gap between its zero and nonzero singular values, and
     the share of DCT modes (every channel's) outside its row space, whose Cramer-Rao bound (eqs. 13-18 done right)
-    is infinite.  Stores the :class:`hcr.JacobianRank` as ``task["jacobian_rank"]``; returns one row per task."""
+    is infinite.  Stores the :class:`hcr.JacobianRank` as ``task.jacobian_rank``; returns one row per task."""
     rows = []
     for task in tasks.values():
-        x_rank = task["x_eval"][:max_images].double().cpu()
+        x_rank = task.x_eval[:max_images].double().cpu()
         D_task = np.kron(np.eye(x_rank.shape[1]), hcr.dct_matrix(tuple(x_rank.shape[-2:])))  # every channel's DCT
-        task["jacobian_rank"] = jr = hcr.jacobian_rank(exact_on_cpu(task).features, x_rank, directions=D_task)
-        rows.append({"task": task["title"], "images": len(x_rank), "pixels p": x_rank[0].numel(),
-                     "features n": task["model"].feature_dim,
+        task.jacobian_rank = jr = hcr.jacobian_rank(exact_on_cpu(task).features, x_rank, directions=D_task)
+        rows.append({"task": task.title, "images": len(x_rank), "pixels p": x_rank[0].numel(),
+                     "features n": task.model.feature_dim,
                      "rank J: median (min–max)": f"{int(np.median(jr.rank))} ({jr.rank.min()}–{jr.rank.max()})",
                      "largest 'zero' singular value / largest": f"{jr.gap.max():.0e}",
                      "DCT modes with infinite CRB [%]": round(100 * jr.unidentifiable.sum() / D_task.shape[0]
@@ -621,25 +656,25 @@ def jacobian_ranks(tasks: dict, max_images: int = 32) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def null_direction_steps(task: dict, fractions=(1e-2, 1e-1, 0.9, 2.0)):
+def null_direction_steps(task: Task, fractions=(1e-2, 1e-1, 0.9, 2.0)):
     """Steps along a null direction ``v`` of the Jacobian at the task's first evaluated image (from
-    ``task["jacobian_rank"]``), of lengths ``fractions`` times the extent of the linear piece along ``v``
+    ``task.jacobian_rank``), of lengths ``fractions`` times the extent of the linear piece along ``v``
     (:func:`hcr.linear_piece_extent`: the step at which the first ReLU unit changes side): the exact feature change
     relative to the features, and the HCR bound (5)+(12) on the DCT mode that the direction moves most.  Inside the
     piece (fraction < 1) the features must not move; past it they do.  Returns ``(table, mode, extent)``."""
-    model, theta0 = exact_on_cpu(task), task["x_eval"][:1].double().cpu()
-    null_dir = task["jacobian_rank"].null_direction[0]  # a unit vector with J v = 0 at the first image
+    model, theta0 = exact_on_cpu(task), task.x_eval[:1].double().cpu()
+    null_dir = task.jacobian_rank.null_direction[0]  # a unit vector with J v = 0 at the first image
     mode = np.argmax(np.abs(hcr.dct_matrix(theta0.shape[-2:]) @ null_dir))
     extent = hcr.linear_piece_extent(model.features, theta0, torch.from_numpy(null_dir))
     feature_norm = float(model.features(theta0).norm())
     rows = []
     for fraction in fractions:
         eps_null = torch.tensor(fraction * extent * null_dir).reshape(theta0.shape)
-        _, z_null = hcr.hcr_sd_along(model.features, theta0, eps_null, task["sigma"])
+        _, z_null = hcr.hcr_sd_along(model.features, theta0, eps_null, task.sigma)
         rows.append({"step / linear piece": fraction, "step ‖ε‖": fraction * extent,
                      "‖z_ε‖ / ‖a(θ)‖": np.linalg.norm(z_null) / feature_norm,
                      f"HCR bound on DCT mode {mode} (5)+(12)": float(hcr.hcr_sd_bound(
-                         hcr.dct2(eps_null.numpy()), z_null, task["sigma"]).ravel()[mode])})
+                         hcr.dct2(eps_null.numpy()), z_null, task.sigma).ravel()[mode])})
     return pd.DataFrame(rows), mode, extent
 
 
@@ -663,22 +698,22 @@ class Releases:
     hi: float
 
 
-def simulate_releases(task: dict, cfg: Settings, device) -> Releases:
+def simulate_releases(task: Task, cfg: Settings, device) -> Releases:
     """The server's view (Sec. 2.2, eq. 7): each of the first (at most 20) evaluated images of a task is released
     ``K`` times (25; 6 at ``ci`` scale) as dithered features ``X = a_theta + Z``, ``Z ~ N(0, sigma^2 I)`` (torch
     generator ``cfg.seed + 7``)."""
-    n = min(task["examples"], 20)
+    n = min(task.examples, 20)
     K = 25 if cfg.scale != "ci" else 6
-    theta = task["x_eval"][:n]
-    lo = normalised(torch.tensor(0.0), *task["norm"]).item()
-    hi = normalised(torch.tensor(1.0), *task["norm"]).item()
+    theta = task.x_eval[:n]
+    lo = normalised(torch.tensor(0.0), *task.norm).item()
+    hi = normalised(torch.tensor(1.0), *task.norm).item()
     noise_gen = torch.Generator().manual_seed(cfg.seed + 7)
     with torch.no_grad():
-        clean = task["model"].features(theta)
-        observed = (clean.unsqueeze(0) + task["sigma"] * torch.randn((K,) + clean.shape, generator=noise_gen)
+        clean = task.model.features(theta)
+        observed = (clean.unsqueeze(0) + task.sigma * torch.randn((K,) + clean.shape, generator=noise_gen)
                     .to(device)).reshape(K * n, -1)
     truth = theta.unsqueeze(0).expand(K, *theta.shape).reshape(K * n, *theta.shape[1:])
-    mean_image = normalised(task["train"][0].mean(0, keepdim=True), *task["norm"]).to(device)
+    mean_image = normalised(task.train[0].mean(0, keepdim=True), *task.norm).to(device)
     return Releases(n, K, theta, clean, observed, truth, mean_image, lo, hi)
 
 
@@ -695,19 +730,19 @@ class Attacks:
     seconds: float
 
 
-def run_attacks(task: dict, releases: Releases, cfg: Settings, device) -> Attacks:
+def run_attacks(task: Task, releases: Releases, cfg: Settings, device) -> Attacks:
     """Three reconstruction attacks on the dithered releases (beyond the paper, which bounds unbiased estimators
     only, eqs. 5-6): Gauss-Newton (three steps of ``x <- x + J^+ (X - a_x)`` from the mean training image, rcond
     1e-3: the locally unbiased estimator); inversion by optimisation (Adam on ``||a_x - X||^2`` in the valid pixel
     range, ``cfg.inversion_steps`` steps); and a decoder trained for ``cfg.decoder_epochs`` on the training images
     with fresh noise of the same sigma (an attacker with a data prior).  The mean training image is the trivial
     guess."""
-    feats = task["model"].features
+    feats = task.model.features
     start = time.perf_counter()
     decoder = models.FeatureDecoder(releases.clean.shape[1], tuple(releases.theta.shape[1:]),
                                     generator=torch.Generator().manual_seed(cfg.seed))
-    history = inversion.train_decoder(decoder, feats, normalised(task["train"][0], *task["norm"]).to(device),
-                                      task["sigma"], cfg.decoder_epochs,
+    history = inversion.train_decoder(decoder, feats, normalised(task.train[0], *task.norm).to(device),
+                                      task.sigma, cfg.decoder_epochs,
                                       generator=torch.Generator().manual_seed(cfg.seed), device=str(device),
                                       progress=False)
     optimised = inversion.invert_by_optimisation(feats, releases.observed, releases.mean_image,
@@ -723,7 +758,7 @@ def run_attacks(task: dict, releases: Releases, cfg: Settings, device) -> Attack
     return Attacks(reconstructions, optimised, decoder, history, time.perf_counter() - start)
 
 
-def attack_errors(task: dict, releases: Releases, attacks: Attacks, bound: np.ndarray):
+def attack_errors(task: Task, releases: Releases, attacks: Attacks, bound: np.ndarray):
     """Each attack's error against the HCR bound of Algorithm 1 (``bound``, ``(n, ...)`` per DCT mode): the mean
     squared error, the PSNR (pixels in [0, 1]), and per DCT mode the root-mean-square error over the ``K`` releases
     divided by the bound on that mode (an unbiased attacker cannot go below 1, eq. 5).  Returns ``(table,
@@ -732,7 +767,7 @@ def attack_errors(task: dict, releases: Releases, attacks: Attacks, bound: np.nd
     err_dct = {name: hcr.dct2((rec - releases.truth).reshape(releases.K, releases.n, *shape).double().cpu().numpy())
                for name, rec in attacks.reconstructions.items()}
     rows = []
-    sd = task["norm"][1]
+    sd = task.norm[1]
     for name, e in err_dct.items():
         rmse_mode = np.sqrt(np.mean(e**2, axis=0))  # per example and mode, over the K releases
         rows.append({"attack": name, "MSE [normalised²]": float(np.mean(e**2)),

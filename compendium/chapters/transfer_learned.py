@@ -199,79 +199,91 @@ SCALES = {
 
 @dataclass(frozen=True)
 class Settings(_Settings):
-    """Settings of the transfer-learning chapter.
+    """Settings of the transfer-learning chapter, one comment per field (the scales' values: :data:`SCALES`)."""
 
-    ``dataset`` ``"digits"`` (offline), ``"mnist"`` or ``"cifar10"`` (the paper's; read from ``data_dir``, downloaded
-    by :func:`compendium.data.mnist` / :func:`~compendium.data.cifar10` only when asked); ``shadow_dir`` a folder
-    where the training shadow heads are written (``None``: held in memory); ``reconstructor`` ``"mlp"`` (the book's)
-    or ``"residual"`` (Table 2; ``hidden`` is then its width S, 256 for MNIST and 512 for CIFAR);
-    ``extractor_checkpoint`` the authors' extractor weights (VGGtiny for MNIST, instead of training it here; the
-    fine-tuned EfficientNet-B0 for CIFAR, ImageNet weights otherwise);
-    ``set_sizes`` the attacked heads' training-set sizes ``N`` (multiples of the 10 classes; Table 1 uses 10 and 40);
-    ``shadow_train`` / ``shadow_val`` the numbers of training and validation shadow heads per ``N`` (the paper:
-    2.56e6 and 1e4); ``reconstructor_steps`` the reconstructor's Adam steps on batches of 32 shadow heads (rounded up
-    to whole passes over the heads; the paper about 1e6) and ``hidden`` its width; ``unconditional_steps`` those of
-    Algorithm 2's unconditional reconstructor (Section 3.2, point 3; fewer than the main run's at ``ci`` and ``book``);
-    ``extractor_epochs`` the feature extractor's training epochs (the digits MLP's, VGGtiny's for MNIST; not used for
-    CIFAR's pre-trained EfficientNet) and ``extractor_hidden`` its feature dimension (the digits MLP's only: VGGtiny
-    and EfficientNet-B0 fix theirs at 256 and 1280);
-    ``init_std`` the class heads' initialisation (``None``: the dataset's row of :data:`DATASETS`, MNIST's 0.002,
-    CIFAR-10's 0.0002 as the authors' code; the CelebA task keeps its row's 0.0002);
-    ``shadow_counts`` and ``init_stds`` the extra values of the two factors of Section 3.2 (Fig. 3a, 3b) run at
-    ``N = 10`` (none at ``ci``); ``binary_variants`` the attacks on Table 6's binary heads at ``N = 10`` (Section
-    3.2, point 4), each ``False`` (the raw weights) or ``True`` (hidden units ordered; none at ``ci``);
-    ``training_variants`` the changed training recipes of Section 3.2, points 5 and 7 (names of
-    :data:`TRAINING_VARIANTS`; none at ``ci``), and with ``ood`` the attack whose adversary draws its shadow sets out
-    of distribution (point 8, :func:`out_of_distribution_pool`), run at ``N = 10`` with ``variant_shadow_train``
-    training heads and ``variant_reconstructor_steps`` steps, beside Table 3's recipe at the same settings;
-    ``identity_*`` the CelebA experiment (Table 5, Figures 2, 11, 12; :data:`IDENTITY_TASKS`): its set sizes,
-    training heads, reconstructor steps and the restart rule's largest number of trainings per head (the authors'
-    100 at ``paper`` scale), its data (``None`` or ``dataset``: ``dataset``'s, an identity is then a class;
-    ``"celeba"``: CelebA's photos and identities, read from ``data_dir/celeba`` by :func:`celeba_data`, the ``paper``
-    scale's), the CelebA extractor's weights (the authors'
-    ``WideResNet50_CelebA_Attributes_20EP.pth``; ``None``: ImageNet's) and its reconstructor's width (Table 2's
-    S = 512 for CelebA); ``dp_*`` the DP-SGD sweep of Section 4 (Fig. 4): set size, noise multipliers, clipping
-    norm (Section 4: 4.0 for MNIST, 1.2 for CIFAR), number of training shadow heads and reconstructor steps per
-    noise level; ``readme_entries`` how many entries of each of the four noise -> epsilon tables of the authors'
-    README (:data:`PAPER_README_EPSILONS`, five each) the accounting check recomputes (:func:`readme_accounting`); with
-    ``disjoint_validation`` the validation heads' sets share no image, as the authors' (892 at ``N = 10``, 223 at
-    ``N = 40`` from MNIST's test set; the ``paper`` scale's), else each set is drawn independently (``ci``, ``book``).
-    """
-
+    #: ``"digits"`` (offline), ``"mnist"`` or ``"cifar10"`` (the paper's; read from ``data_dir``, downloaded by
+    #: :func:`compendium.data.mnist` / :func:`~compendium.data.cifar10` only when asked).
     dataset: str
+    #: Where the paper's data sets are read from (and downloaded to, when asked).
     data_dir: str
+    #: A folder where the training shadow heads are written (``None``: held in memory).
     shadow_dir: str | None
+    #: ``"mlp"`` (the book's) or ``"residual"`` (Table 2; ``hidden`` is then its width S, 256 for MNIST and 512 for
+    #: CIFAR).
     reconstructor: str
+    #: The authors' extractor weights (VGGtiny for MNIST, instead of training it here; the fine-tuned EfficientNet-B0
+    #: for CIFAR, ImageNet weights otherwise).
     extractor_checkpoint: str | None
+    #: The attacked heads' training-set sizes ``N`` (multiples of the 10 classes; Table 1 uses 10 and 40).
     set_sizes: tuple[int, ...]
+    #: Training shadow heads per ``N`` (the paper: 2.56e6).
     shadow_train: int
+    #: Validation shadow heads per ``N`` (the paper: 1e4).
     shadow_val: int
+    #: The reconstructor's Adam steps on batches of 32 shadow heads, rounded up to whole passes over the heads (the
+    #: paper: about 1e6).
     reconstructor_steps: int
+    #: Adam steps of Algorithm 2's unconditional reconstructor (Section 3.2, point 3; fewer than the main run's at
+    #: ``ci`` and ``book``).
     unconditional_steps: int
+    #: The reconstructor's width.
     hidden: int
+    #: The feature extractor's training epochs (the digits MLP's, VGGtiny's for MNIST; not used for CIFAR's
+    #: pre-trained EfficientNet).
     extractor_epochs: int
+    #: The feature dimension of the digits MLP (VGGtiny and EfficientNet-B0 fix theirs at 256 and 1280).
     extractor_hidden: int
+    #: The class heads' initial weight spread (``None``: the dataset's row of :data:`DATASETS`, MNIST's 0.002,
+    #: CIFAR-10's 0.0002 as the authors' code; the CelebA task keeps its row's 0.0002).
     init_std: float | None
+    #: Extra numbers of training shadow heads at ``N = 10`` (Section 3.2, Fig. 3a; none at ``ci``).
     shadow_counts: tuple[int, ...]
+    #: Extra initial weight spreads at ``N = 10`` (Section 3.2, Fig. 3b; none at ``ci``).
     init_stds: tuple[float, ...]
+    #: The attacks on Table 6's binary heads at ``N = 10`` (Section 3.2, point 4), each ``False`` (the raw weights)
+    #: or ``True`` (hidden units ordered; none at ``ci``).
     binary_variants: tuple[bool, ...]
+    #: The changed training recipes of Section 3.2, points 5 and 7 (names of :data:`TRAINING_VARIANTS`; none at
+    #: ``ci``), run at ``N = 10`` beside Table 3's recipe at the same settings.
     training_variants: tuple[str, ...]
+    #: Also attack with an adversary that draws its shadow sets out of distribution (point 8,
+    #: :func:`out_of_distribution_pool`).
     ood: bool
+    #: Training shadow heads of the recipe and out-of-distribution variants.
     variant_shadow_train: int
+    #: Reconstructor steps of the recipe and out-of-distribution variants.
     variant_reconstructor_steps: int
+    #: Set sizes of the CelebA experiment (Table 5, Figures 2, 11, 12; :data:`IDENTITY_TASKS`).
     identity_set_sizes: tuple[int, ...]
+    #: Training shadow heads of the CelebA experiment.
     identity_shadow_train: int
+    #: Reconstructor steps of the CelebA experiment.
     identity_steps: int
+    #: The restart rule's largest number of trainings per head (the authors' 100 at ``paper`` scale).
     identity_max_attempts: int
+    #: The CelebA experiment's data: ``None`` or ``dataset`` (``dataset``'s; an identity is then a class), or
+    #: ``"celeba"`` (CelebA's photos and identities from ``data_dir/celeba`` by :func:`celeba_data`; ``paper``).
     identity_dataset: str | None
+    #: The CelebA extractor's weights (the authors' ``WideResNet50_CelebA_Attributes_20EP.pth``; ``None``:
+    #: ImageNet's).
     identity_checkpoint: str | None
+    #: The CelebA reconstructor's width (Table 2's S = 512 for CelebA).
     identity_hidden: int
+    #: Set size of the DP-SGD sweep of Section 4 (Fig. 4).
     dp_set_size: int
+    #: Noise multipliers of the DP-SGD sweep.
     dp_noise_multipliers: tuple[float, ...]
+    #: Clipping norm of the DP-SGD sweep (Section 4: 4.0 for MNIST, 1.2 for CIFAR).
     dp_max_grad_norm: float
+    #: Training shadow heads per noise level of the DP-SGD sweep.
     dp_shadow_train: int
+    #: Reconstructor steps per noise level of the DP-SGD sweep.
     dp_reconstructor_steps: int
+    #: How many entries of each of the four noise -> epsilon tables of the authors' README
+    #: (:data:`PAPER_README_EPSILONS`, five each) the accounting check recomputes (:func:`readme_accounting`).
     readme_entries: int
+    #: Validation heads whose sets share no image, as the authors' (892 at ``N = 10``, 223 at ``N = 40`` from
+    #: MNIST's test set; the ``paper`` scale's); else each set is drawn independently (``ci``, ``book``).
     disjoint_validation: bool
 
     def validate(self) -> None:

@@ -365,23 +365,41 @@ def _setting(value: float) -> str:
     return f"{value:g}"
 
 
+def _percent(value: float) -> str:
+    return f"{100 * value:.1f}%"
+
+
+def _decibels(value: float) -> str:
+    return f"{value:.1f}".replace("-0.0", "0.0")
+
+
+def printed(row: dict[str, float]) -> dict[str, str]:
+    """A row of :func:`~compendium.bounds.ziller2024.table1_row` at the paper's printed precision: percentages to
+    0.1 %, decibels to 0.1 dB, and the MSE as the paper prints it (``1.0`` and ``0.1`` plainly, other powers of ten
+    as ``1.0 x 10^k``, written here ``1.0e+k``)."""
+    mse = row["mse"]
+    return {"worst": _percent(row["worst"]), "mse": f"{mse:.1f}" if 0.1 <= mse <= 1.0 else f"{mse:.1e}",
+            "psnr": _decibels(row["psnr"]), "ncc": _percent(row["ncc"])}
+
+
 def table1() -> pd.DataFrame:
     """Table 1 (Section 3.2) recomputed: one row per printed row, named by the parameter it varies from the baseline
     ``sigma = C = T = 1``, ``N = 1000``, ``kappa = 0.1``; the paper's printed value of each column next to ours
-    (:func:`~compendium.bounds.ziller2024.table1_row`, formatted at the paper's precision); after the PSNR our exact
-    ``E[PSNR]`` of an unclipped sample of range 1, after the NCC our exact maximum ``E[NCC]``."""
+    (:func:`~compendium.bounds.ziller2024.table1_row` at the paper's precision, :func:`printed`); after the PSNR our
+    exact ``E[PSNR]`` of an unclipped sample of range 1, after the NCC our exact maximum ``E[NCC]``."""
     rows = []
-    for varying, s, C, N, T, kappa, *printed in zb.table1_rows:
-        ours = zb.table1_row(s, C=C, N=N, T=T, kappa=kappa)
+    for varying, s, C, N, T, kappa, *paper in zb.table1_rows:
+        values = zb.table1_row(s, C=C, N=N, T=T, kappa=kappa)
+        ours = printed(values)
         value = {"sigma": s, "C": C, "N": N, "T": T, "kappa": kappa}.get(varying)
         name = "baseline" if varying == "baseline" else f"{_VARIED[varying]}\u00a0=\u00a0{_setting(value)}"
         rows.append({"varied": name,
-                     "paper: worst case": printed[0], "worst case (ours)": ours["worst"],
-                     "paper: min E[MSE]": printed[1], "min E[MSE] (ours)": ours["mse"],
-                     "paper: max E[PSNR] [dB]": printed[2], "max E[PSNR] (ours)": ours["psnr"],
-                     "exact E[PSNR] (ours)": f"{ours['psnr_exact']:.1f}".replace("-0.0", "0.0"),
-                     "paper: max E[NCC] (8)": printed[3], "max E[NCC] (8) (ours)": ours["ncc"],
-                     "exact max E[NCC] (ours)": f"{100 * ours['ncc_exact']:.1f}%"})
+                     "paper: worst case": paper[0], "worst case (ours)": ours["worst"],
+                     "paper: min E[MSE]": paper[1], "min E[MSE] (ours)": ours["mse"],
+                     "paper: max E[PSNR] [dB]": paper[2], "max E[PSNR] (ours)": ours["psnr"],
+                     "exact E[PSNR] (ours)": _decibels(values["psnr_exact"]),
+                     "paper: max E[NCC] (8)": paper[3], "max E[NCC] (8) (ours)": ours["ncc"],
+                     "exact max E[NCC] (ours)": _percent(values["ncc_exact"])})
     return pd.DataFrame(rows)
 
 
