@@ -187,3 +187,24 @@ def plot_subsampled_curves(curves: pd.DataFrame, *, steps: int, kappa: float):
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     ax.set_title("Prior-aware worst case: the sampling rate matters")
     return fig
+
+
+def quoted_numbers() -> dict[str, float]:
+    """The exercises' solutions, keyed for ``glue``, each checked here.
+
+    Exercise 1: DP-SGD with Poisson sampling ``q = 0.01``, ``T = 1000`` steps, ``sigma = 1``: the certified
+    worst-case reconstruction success at prior success ``kappa = 0.01`` (:func:`compendium.bounds.rero.
+    rero_bound_subsampled`), the authors' Edgeworth approximation of it, and how many times the prior it is.
+    Exercise 2: the smallest ``sigma`` with ``P(MSE <= 1e-3) <= 0.01`` for ``N = 784`` values clipped at ``C = 1`` in
+    one step (:func:`compendium.risk.minimal_noise_multiplier`), and with the smallest sample norm ``m = 0.5``
+    in its place (From Mean to Extreme, Proposition 3): ``C / m`` times larger.
+    """
+    kappa = 0.01
+    _, exact = rero.rero_bound_subsampled(kappa, noise_multiplier=1.0, sample_rate=0.01, steps=1000)
+    edgeworth = float(rero.rero_bound_edgeworth(kappa, noise_multiplier=1.0, sample_rate=0.01, steps=1000))
+    checks.assert_close(edgeworth, float(exact), 0.0, rtol=0.01, what="exercise 1: Edgeworth against exact")
+    clipped = risk.minimal_noise_multiplier(0.01, 1e-3, 784, 1.0)
+    smallest = risk.minimal_noise_multiplier(0.01, 1e-3, 784, 1.0, min_norm=0.5)
+    checks.assert_close(smallest / clipped, 2.0, 0.0, rtol=1e-12, what="exercise 2: the ratio C / m")
+    return {"calc_exercise1_exact": float(exact), "calc_exercise1_edgeworth": edgeworth, "calc_exercise1_ratio": float(exact) / kappa,
+            "calc_exercise2_sigma_clip": clipped, "calc_exercise2_sigma_min_norm": smallest}
