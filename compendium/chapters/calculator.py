@@ -206,5 +206,6 @@ def quoted_numbers() -> dict[str, float]:
     clipped = risk.minimal_noise_multiplier(0.01, 1e-3, 784, 1.0)
     smallest = risk.minimal_noise_multiplier(0.01, 1e-3, 784, 1.0, min_norm=0.5)
     checks.assert_close(smallest / clipped, 2.0, 0.0, rtol=1e-12, what="exercise 2: the ratio C / m")
-    return {"calc_exercise1_exact": float(exact), "calc_exercise1_edgeworth": edgeworth, "calc_exercise1_ratio": float(exact) / kappa,
-            "calc_exercise2_sigma_clip": clipped, "calc_exercise2_sigma_min_norm": smallest}
+    return {"calc_exercise1_exact": float(exact), "calc_exercise1_edgeworth": edgeworth,
+            "calc_exercise1_ratio": float(exact) / kappa, "calc_exercise2_sigma_clip": clipped,
+            "calc_exercise2_sigma_min_norm": smallest}
