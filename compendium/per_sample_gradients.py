@@ -2,7 +2,7 @@
 
 For a batch ``x_1, ..., x_B`` with labels ``y_b`` and a network whose samples do not interact (``eval()`` mode), let
 ``g_b = flatten(grad_W CE(f_W(x_b), y_b))`` be the weight gradient of sample ``b`` alone and ``t_b`` a vector of the
-same length.  :func:`gradient_products` returns ``||g_b||^2`` and ``<g_b, t_b>`` for every ``b`` from one forward and
+same length.  :class:`GradientProducts` returns ``||g_b||^2`` and ``<g_b, t_b>`` for every ``b`` from one forward and
 one backward pass of the batch, differentiable in ``x`` (the guided samplers and gradient-matching attacks of the
 diffusion chapter differentiate them once more).  A layer ``z = W a`` has the per-sample gradient ``g = delta a^T``
 (``delta = dCE/dz``), so
@@ -64,8 +64,10 @@ def _slices(model: nn.Module, targets: torch.Tensor) -> dict[int, torch.Tensor]:
 
 
 class GradientProducts:
-    """:func:`gradient_products` for one network and one set of targets, with the layers and the targets' blocks
-    found once (a sampler calls it at every step)."""
+    """``(||g_b||^2, <g_b, t_b>)`` per sample, two tensors of shape (B,), for ``g_b`` the weight gradient of the
+    cross-entropy of sample ``b`` alone and ``t_b = targets[b]`` (the module docstring gives the formulas),
+    differentiable in ``x``: ``GradientProducts(model, targets)(x, labels)``.  The layers and the targets' blocks are
+    found once, since a sampler calls it at every step."""
 
     def __init__(self, model: nn.Module, targets: torch.Tensor):
         self.model, self.layers, self.blocks, self.count = model, _layers(model), _slices(model, targets), len(targets)
@@ -99,14 +101,6 @@ class GradientProducts:
             for layer_square, layer_dot in _layer_gradient(layer, inputs[layer], delta, self.blocks):
                 square, dot = square + layer_square, dot + layer_dot
         return square, dot
-
-
-def gradient_products(model: nn.Module, x: torch.Tensor, labels: torch.Tensor,
-                      targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(||g_b||^2, <g_b, t_b>)`` per sample, two tensors of shape (B,), for ``g_b`` the weight gradient of the
-    cross-entropy of sample ``b`` alone and ``t_b = targets[b]`` (the module docstring gives the formulas),
-    differentiable in ``x``."""
-    return GradientProducts(model, targets)(x, labels)
 
 
 def _formed(g: torch.Tensor, block: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -8,7 +8,7 @@ from torch import nn
 
 from compendium.attacks import diffusion_guided as dg
 from compendium.models import gradient_target
-from compendium.per_sample_gradients import gradient_products
+from compendium.per_sample_gradients import GradientProducts
 
 
 def _by_loop(model, x, labels, targets):
@@ -36,7 +36,7 @@ def test_products_and_their_input_derivatives_match_the_loop(name):
     labels = torch.tensor([0, 1, 1])
     m = sum(p.numel() for p in model.parameters())
     targets = torch.randn(3, m, dtype=torch.float64)
-    square, dot = gradient_products(model, x, labels, targets)
+    square, dot = GradientProducts(model, targets)(x, labels)
     want_square, want_dot = _by_loop(model, x, labels, targets)
     torch.testing.assert_close(square, want_square, rtol=1e-10, atol=0)
     torch.testing.assert_close(dot, want_dot, rtol=1e-10, atol=1e-12)
@@ -63,16 +63,16 @@ def test_layers_it_cannot_differentiate_per_sample_are_refused():
     x, labels = torch.rand(2, 1, 4, 4), torch.tensor([0, 1])
     norm = nn.Sequential(nn.Flatten(), nn.LayerNorm(16), nn.Linear(16, 2))
     with pytest.raises(ValueError, match="LayerNorm"):
-        gradient_products(norm, x, labels, torch.zeros(2, 66))
+        GradientProducts(norm, torch.zeros(2, 66))(x, labels)
     training = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.Flatten(), nn.Linear(8, 2)).train()
     with pytest.raises(ValueError, match="training mode"):
-        gradient_products(training, x, labels, torch.zeros(2, 42))
+        GradientProducts(training, torch.zeros(2, 42))(x, labels)
     shared = nn.Linear(16, 16)
     twice = nn.Sequential(nn.Flatten(), shared, nn.Tanh(), shared, nn.Linear(16, 2))
     with pytest.raises(ValueError, match="called twice"):
-        gradient_products(twice, x, labels, torch.zeros(2, 306))
+        GradientProducts(twice, torch.zeros(2, 306))(x, labels)
     linear = nn.Sequential(nn.Flatten(), nn.Linear(16, 2))
     with pytest.raises(ValueError, match=r"allowed: \(B, 34\)"):
-        gradient_products(linear, x, labels, torch.zeros(2, 33))
+        GradientProducts(linear, torch.zeros(2, 33))(x, labels)
     with pytest.raises(ValueError, match="one label and one target per sample"):
-        gradient_products(linear, x, labels[:1], torch.zeros(2, 34))
+        GradientProducts(linear, torch.zeros(2, 34))(x, labels[:1])
