@@ -144,6 +144,26 @@ def test_one_attack_end_to_end_is_deterministic_and_cached(tiny):
         chapter.attack(cfg, prior, exp.model(), data, method="DPS", targets=[0], variance=-0.1)
     with pytest.raises(ValueError, match="targets=\\[\\]"):
         chapter.attack(cfg, prior, exp.model(), data, method="DPS", targets=[])
+    with pytest.raises(ValueError, match="parameter holds 3 values for 2 targets"):
+        chapter.attack(cfg, prior, exp.model(), data, method="DPS", targets=[0, 1], parameter=[1.0, 2.0, 3.0])
+
+
+def test_a_grid_of_settings_runs_in_one_batch_as_each_alone(tiny):
+    """The noise variances and step sizes of one sampler share a batch (Experiment.runs), and each run is the one
+    its setting gives alone: compared over the first steps, since a guided sampler amplifies the rounding of
+    batched products over many (already between a batch of two targets and one alone)."""
+    cfg, data, prior = tiny
+    exp = chapter.Experiment(cfg, prior, data)
+    settings = [dict(method="DPS", variance=v, parameter=z) for v in (0.0, 1e-3) for z in (1.0, 3.0)]
+    grid = exp.runs(settings, False, "")
+    assert len(grid) == 4 * data.targets and len({r.seconds for r in exp._runs.values()}) == 1  # one batch
+    for setting in settings[::3]:
+        (alone,) = chapter.attack(cfg, prior, exp.model(), data, targets=[1], **setting)
+        batched = exp.run(target=1, **setting)
+        assert (batched.variance, batched.parameter) == (setting["variance"], setting["parameter"])
+        np.testing.assert_allclose(batched.trajectory.loss[:3], alone.trajectory.loss[:3], rtol=1e-4)
+    ones = [r.trajectory.loss[1] for r in (exp.run(target=1, **s) for s in settings)]
+    assert len(set(ones)) == len(settings)  # the four settings do differ by the second step
 
 
 def test_tables_bookkeeping(tiny):
@@ -187,7 +207,7 @@ def test_tables_bookkeeping(tiny):
     paired = clean.loc["DPS"].to_numpy() - clean.loc["DSG"].to_numpy()
     assert gaps["DPS − DSG (dB)"].iloc[0] == pytest.approx(paired.mean())
     assert gaps["SE"].iloc[0] == pytest.approx(paired.std(ddof=1) / math.sqrt(len(paired)))
-    by_step = chapter.rv_step_sizes(exp, rv, progress=False)
+    by_step = chapter.rv_step_sizes(exp, rv)
     assert by_step["step size"].tolist() == ["ζ"] * len({*cfg.rv_zetas, cfg.dps_zeta}) + ["ζ · RV_CNN / RV"]
     assert by_step["ρ (final PSNR)"].abs().max() <= 1 and (by_step["lowest PSNR"] <= by_step["highest PSNR"]).all()
 

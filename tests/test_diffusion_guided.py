@@ -205,6 +205,30 @@ def test_a_batch_runs_each_image_as_it_would_run_alone():
         dg.gradient_matching(model, labels, g, shape=(2, 1, 2, 2), iterations=3, generators=torch.Generator())
 
 
+def test_a_batch_of_step_sizes_runs_each_as_alone():
+    """One step size (DPS) or guidance rate (DSG) per image: a sweep in one batch returns each image's own run,
+    m_r = 0 (the plain DDIM step) included beside a guided image."""
+    images = torch.tensor([[[[0.6, -0.4], [0.3, -0.7]]], [[[-0.2, 0.5], [0.9, 0.1]]]])
+    model, labels = _attacked(), torch.tensor([1, 0])
+    g = torch.stack([dg.weight_gradient(model, x[None], y[None]) for x, y in zip(images, labels)])
+    samplers = {"DPS": (lambda v, **k: dg.dps_reconstruct(ZeroDenoiser(), model, zeta=v, steps=30, **k), (0.0, 0.7)),
+                "DSG": (lambda v, **k: dg.dsg_reconstruct(ZeroDenoiser(), model, guidance_rate=v, steps=10, **k),
+                        (0.0, 0.5))}
+    for name, (run, values) in samplers.items():
+        both = run(list(values), labels=labels, target_gradients=g, shape=(2, 1, 2, 2), targets=images,
+                   generators=[torch.Generator().manual_seed(5), torch.Generator().manual_seed(6)])
+        for b, (seed, value) in enumerate(zip((5, 6), values)):
+            (alone,) = run(value, labels=labels[b:b + 1], target_gradients=g[b:b + 1], shape=(1, 1, 2, 2),
+                           targets=images[b:b + 1], generators=torch.Generator().manual_seed(seed))
+            torch.testing.assert_close(both[b].final, alone.final, atol=1e-5, rtol=0, msg=name)
+        with pytest.raises(ValueError, match="3 values for 2 images"):
+            run([0.1, 0.2, 0.3], labels=labels, target_gradients=g, shape=(2, 1, 2, 2),
+                generators=[torch.Generator(), torch.Generator()])
+    with pytest.raises(ValueError, match="m_r"):
+        dg.dsg_reconstruct(ZeroDenoiser(), model, labels, g, shape=(2, 1, 2, 2), guidance_rate=[0.5, 1.5],
+                           generators=[torch.Generator(), torch.Generator()])
+
+
 def test_rv_exact_against_finite_differences_and_eq17():
     model = _attacked()
     images = torch.randn(3, 1, 2, 2, generator=torch.Generator().manual_seed(0))

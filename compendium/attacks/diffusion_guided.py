@@ -240,6 +240,17 @@ def _check_common(labels, target_gradients, shape, generators, targets) -> list[
     return _generators(generators, shape[0])
 
 
+def _per_image(name: str, value, count: int, like: torch.Tensor, *, at_most: float | None = None,
+               what: str) -> torch.Tensor:
+    """``value`` (one number, or one per image) as a (B, 1, 1, 1) tensor of ``like``'s dtype and device, each in
+    [0, ``at_most``]."""
+    values = validation.number(name, value, at_least=0.0, at_most=at_most, what=what)
+    values = np.full(count, values) if np.ndim(values) == 0 else values
+    if values.shape != (count,):
+        raise ValueError(f"{name} holds {values.size} values for {count} images; allowed: one number, or one per image")
+    return torch.as_tensor(values, dtype=like.dtype, device=like.device).reshape(-1, 1, 1, 1)
+
+
 def _noise(shape, generators: list[torch.Generator], device) -> torch.Tensor:
     """``N(0, I)`` of ``shape`` (B, ...), image ``b`` drawn from ``generators[b]`` (diffusers' ``randn_tensor``), so
     an image's draws do not depend on the batch it runs in."""
@@ -249,18 +260,20 @@ def _noise(shape, generators: list[torch.Generator], device) -> torch.Tensor:
 
 
 def dps_reconstruct(denoiser: nn.Module, model: nn.Module, labels: torch.Tensor, target_gradients: torch.Tensor, *,
-                    shape: tuple[int, ...], zeta: float, generators, steps: int = TRAIN_STEPS,
+                    shape: tuple[int, ...], zeta, generators, steps: int = TRAIN_STEPS,
                     normalise: bool = False, targets: torch.Tensor | None = None) -> list[Trajectory]:
     """Algorithm 1 (DPS-based) on a batch of ``shape`` (B, C, H, W), one released gradient (a row of
     ``target_gradients``), label and generator per image: from ``x_N ~ N(0, I)``, ``steps`` DDPM steps (the
     posterior mean of the clipped Tweedie estimate plus ``sigma~_t z``, ``DDPMScheduler.step``), each followed by the
-    guidance ``x_{t-1} <- x_{t-1} - zeta grad_{x_t} ||g - grad_W F(x0_hat(x_t); W)||``.  ``zeta = 0`` samples the
-    prior alone.  ``targets`` (the private images, for the oracle curves only) are never used by the attack."""
+    guidance ``x_{t-1} <- x_{t-1} - zeta grad_{x_t} ||g - grad_W F(x0_hat(x_t); W)||``, ``zeta`` one number or one
+    per image (a sweep over step sizes runs in one batch).  ``zeta = 0`` samples the prior alone.  ``targets`` (the
+    private images, for the oracle curves only) are never used by the attack."""
     generators = _check_common(labels, target_gradients, shape, generators, targets)
-    zeta = validation.number("zeta", zeta, at_least=0.0, what="DPS step size")
+    device = target_gradients.device
+    zeta = _per_image("zeta", zeta, shape[0], target_gradients, what="DPS step size")
+    guided = bool((zeta > 0).any())
     scheduler = ddpm_scheduler()
     scheduler.set_timesteps(steps)
-    device = target_gradients.device
     x = _noise(shape, generators, device)
     record = _Recorder(targets, len(scheduler.timesteps))
     distance = MatchingDistance(model, labels, target_gradients, normalise=normalise)
@@ -268,7 +281,7 @@ def dps_reconstruct(denoiser: nn.Module, model: nn.Module, labels: torch.Tensor,
         x = x.detach().requires_grad_(True)
         out = scheduler.step(predict_noise(denoiser, x, t), t, x, generator=generators)
         loss = distance(out.pred_original_sample)
-        guidance = torch.autograd.grad(loss.sum(), x)[0] if zeta > 0 else 0.0
+        guidance = torch.autograd.grad(loss.sum(), x)[0] if guided else 0.0
         record(t, out.pred_original_sample, loss)
         x = out.prev_sample.detach() - zeta * guidance
     return record.result()
@@ -288,7 +301,7 @@ def _norms(v: torch.Tensor) -> torch.Tensor:
 
 
 def dsg_reconstruct(denoiser: nn.Module, model: nn.Module, labels: torch.Tensor, target_gradients: torch.Tensor, *,
-                    shape: tuple[int, ...], guidance_rate: float, generators, steps: int = 100, interval: int = 1,
+                    shape: tuple[int, ...], guidance_rate, generators, steps: int = 100, interval: int = 1,
                     normalise: bool = False, targets: torch.Tensor | None = None) -> list[Trajectory]:
     """Algorithm 2 (DSG-based) on a batch of images (as :func:`dps_reconstruct`), over ``steps`` respaced DDIM steps
     with eta = 1: the DDIM mean ``u`` (noise-free ``DDIMScheduler.step``), and on every ``interval``-th step
@@ -296,12 +309,12 @@ def dsg_reconstruct(denoiser: nn.Module, model: nn.Module, labels: torch.Tensor,
     gradient in ``x_t``), ``d_sample = sigma~_t eps``, ``d_m = d_sample + m_r (d_star - d_sample)``; otherwise the
     plain step ``u + sigma~_t eps``.  Where ``d_m = 0`` (``m_r = 1`` and ``G = 0``, Tweedie's estimate clipped
     everywhere) the step is the mean ``u``, as in the DSG reference code (its mixed step is then ``0 / (0 + eps)
-    r``).  ``m_r = 0`` samples the prior alone."""
+    r``).  ``m_r`` is one number or one per image; an image with ``m_r = 0`` samples the prior alone."""
     generators = _check_common(labels, target_gradients, shape, generators, targets)
-    rate = validation.number("guidance_rate", guidance_rate, at_least=0.0, at_most=1.0, what="m_r")
+    device = target_gradients.device
+    rate = _per_image("guidance_rate", guidance_rate, shape[0], target_gradients, at_most=1.0, what="m_r")
     validation.integer("interval", interval)
     scheduler = ddim_scheduler(steps)
-    device = target_gradients.device
     n = math.prod(shape[1:])
     x = _noise(shape, generators, device)
     record = _Recorder(targets, len(scheduler.timesteps))
@@ -312,7 +325,7 @@ def dsg_reconstruct(denoiser: nn.Module, model: nn.Module, labels: torch.Tensor,
                              variance_noise=torch.zeros_like(x))
         loss = distance(out.pred_original_sample)
         sigma_t = ddim_sigma(scheduler, t)
-        guided = rate > 0 and index % interval == 0 and sigma_t > 0
+        guided = bool((rate > 0).any()) and index % interval == 0 and sigma_t > 0
         grad = torch.autograd.grad(loss.sum(), x)[0] if guided else None
         record(t, out.pred_original_sample, loss)
         u = out.prev_sample.detach()
@@ -329,6 +342,7 @@ def dsg_reconstruct(denoiser: nn.Module, model: nn.Module, labels: torch.Tensor,
         d_norm = _norms(d_m)
         # m_r = 1 and a zero loss gradient: d_m = 0, and the DSG reference returns the mean u
         x = torch.where(d_norm > 0, u + r * d_m / d_norm.clamp_min(torch.finfo(d_m.dtype).tiny), u)
+        x = torch.where(rate > 0, x, u + d_sample)  # m_r = 0: the plain step
     return record.result()
 
 

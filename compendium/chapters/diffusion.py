@@ -351,16 +351,28 @@ def sampler_steps(cfg: Settings, method: str) -> int:
     return cfg.dsg_steps if method == "DSG" else cfg.dps_steps
 
 
+def _each(name: str, value, count: int) -> list:
+    """``value`` for each of ``count`` runs: a list of ``count`` values as it is, one value repeated."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        if len(value) != count:
+            raise ValueError(f"{name} holds {len(value)} values for {count} targets; allowed: one value, or one per "
+                             "target")
+        return list(value)
+    return [value] * count
+
+
 def attack(cfg: Settings, prior_: Prior, model: nn.Module, data: Data, *, method: str, targets: list[int],
-           variance: float = 0.0, normalised: bool = False, parameter: float | None = None,
-           model_name: str = "CNN", steps: int | None = None) -> list[Run]:
+           variance=0.0, normalised: bool = False, parameter=None, model_name: str = "CNN",
+           steps: int | None = None) -> list[Run]:
     """Release the weight gradient of each of the private images ``targets`` (target ``i``'s noise drawn from seed
     ``100 + i``, offset by ``1000 cfg.seed``) and reconstruct them with ``method``, all in one batch: ``"DPS"``
     (Algorithm 1, ``parameter`` = zeta, default ``cfg.dps_zeta``), ``"DSG"`` (Algorithm 2, ``parameter`` = m_r,
     default ``cfg.dsg_rate``), ``"prior"`` (DPS with zeta = 0: an unconditional sample), ``"DLG"`` (the prior-free
     gradient matching, ``cfg.dlg_iterations`` Adam steps) or ``"IG"`` (Inverting Gradients, as many steps from
-    :data:`IG_RESTARTS` starts).  ``steps`` replaces the sampler's step count (:func:`sampler_steps`).  Target
-    ``i``'s sampler seed is ``i + 1000 cfg.seed``; a run's seconds are the batch's over its size."""
+    :data:`IG_RESTARTS` starts).  ``variance`` and ``parameter`` are one value for every target or one per target
+    (``None`` for the default), so a grid of settings of one sampler runs as one batch, a target appearing once per
+    setting.  ``steps`` replaces the sampler's step count (:func:`sampler_steps`).  Target ``i``'s sampler seed is
+    ``i + 1000 cfg.seed`` whatever batch it runs in; a run's seconds are the batch's over its size."""
     validation.choice("method", method, (*METHODS, "prior", "DLG", "IG"))
     if not targets:
         raise ValueError("targets=[]; allowed: a non-empty list of image indices")
@@ -368,43 +380,50 @@ def attack(cfg: Settings, prior_: Prior, model: nn.Module, data: Data, *, method
         validation.integer("target", target, minimum=0)
         if target >= len(data.images):
             raise ValueError(f"target={target!r}; allowed: below {len(data.images)}")
-    variance = validation.number("variance", variance, at_least=0.0, what="noise variance sigma^2")
+    variances = [validation.number("variance", v, at_least=0.0, what="noise variance sigma^2")
+                 for v in _each("variance", variance, len(targets))]
+    default = {"DPS": cfg.dps_zeta, "DSG": cfg.dsg_rate}.get(method, 0.0 if method == "prior" else math.nan)
+    parameters = [default if p is None or method not in METHODS else float(p)
+                  for p in _each("parameter", parameter, len(targets))]
     steps = validation.integer("steps", sampler_steps(cfg, method) if steps is None else steps)
     device = resolve_device(cfg.device)
     images, labels = data.images[targets].to(device), data.labels[targets].to(device)
     raw = torch.stack([dg.weight_gradient(model, x[None], y[None]) for x, y in zip(images, labels)])
-    released = torch.stack([dg.release(g, sigma=math.sqrt(variance), normalise=normalised,
+    released = torch.stack([dg.release(g, sigma=math.sqrt(v), normalise=normalised,
                                        generator=torch.Generator().manual_seed(100 + i + 1000 * cfg.seed))
-                            for g, i in zip(raw, targets)])
+                            for g, i, v in zip(raw, targets, variances)])
     generators = [torch.Generator().manual_seed(i + 1000 * cfg.seed) for i in targets]
     common = dict(shape=tuple(images.shape), generators=generators, targets=images)
     start = time.perf_counter()
     if method == "DSG":
-        parameter = cfg.dsg_rate if parameter is None else parameter
-        trajectories = dg.dsg_reconstruct(prior_.model, model, labels, released, guidance_rate=parameter,
+        trajectories = dg.dsg_reconstruct(prior_.model, model, labels, released, guidance_rate=parameters,
                                           steps=steps, normalise=normalised, **common)
     elif method == "DLG":
-        parameter = math.nan
         trajectories = dg.gradient_matching(model, labels, released, iterations=cfg.dlg_iterations,
                                             normalise=normalised, **common)
     elif method == "IG":
-        parameter = math.nan
         trajectories = dg.inverting_gradients(model, labels, released, iterations=cfg.dlg_iterations,
                                               restarts=IG_RESTARTS, **common)
     else:
-        parameter = 0.0 if method == "prior" else cfg.dps_zeta if parameter is None else parameter
-        trajectories = dg.dps_reconstruct(prior_.model, model, labels, released, zeta=parameter, steps=steps,
+        trajectories = dg.dps_reconstruct(prior_.model, model, labels, released, zeta=parameters, steps=steps,
                                           normalise=normalised, **common)
     seconds = (time.perf_counter() - start) / len(targets)
-    return [Run(method, model_name, i, variance, normalised, float(parameter), trajectory, float(g.norm()), seconds)
-            for i, trajectory, g in zip(targets, trajectories, raw)]
+    return [Run(method, model_name, i, v, normalised, p, trajectory, float(g.norm()), seconds)
+            for i, v, p, trajectory, g in zip(targets, variances, parameters, trajectories, raw)]
+
+
+#: Most gradient entries (images x weights) one batch holds: 2 GiB of float32 target gradients (a batch of the paper's
+#: 134-million-weight CNN then holds 4 images); a batch holds at least ``cfg.targets`` images.
+BATCH_ENTRIES = 2 ** 29
 
 
 class Experiment:
     """The chapter's attacks on one prior and one set of targets, each computed once: :meth:`run` returns the stored
     :class:`Run` when the same attack was asked for before (the noise grid's runs without noise are also Table 2's
-    CNN row, Table 3's default step size, Table 5's samplers), and :meth:`runs` attacks all the targets of one
-    setting in one batch."""
+    CNN row, Table 3's default step size, Table 5's samplers), and :meth:`runs` attacks all the targets of a list of
+    settings, as few batches as the settings allow: one per method, model, gradient (raw or normalised) and step
+    count, whatever the noise variances and step sizes (a batch of 40 images costs about 0.7 times as much per image
+    as one of 8 on the CNN)."""
 
     def __init__(self, cfg: Settings, prior_: Prior, data: Data):
         self.cfg, self.prior, self.data = cfg, prior_, data
@@ -425,33 +444,44 @@ class Experiment:
         return dict(method=method, model=model, variance=float(variance), normalised=bool(normalised),
                     parameter=parameter, steps=sampler_steps(self.cfg, method) if steps is None else steps)
 
-    def _attack(self, setting: dict, targets: list[int]) -> None:
-        missing = [i for i in targets if (*setting.values(), i) not in self._runs]
-        if missing:
-            keywords = {k: v for k, v in setting.items() if k != "model"}
-            runs = attack(self.cfg, self.prior, self.model(setting["model"]), self.data, targets=missing,
-                          model_name=setting["model"], **keywords)
-            for i, run in zip(missing, runs):
-                self._runs[(*setting.values(), i)] = run
+    def _attack(self, jobs: list[tuple[dict, int]], progress: bool = False, desc: str = "") -> None:
+        """Attack every (setting, target) of ``jobs`` not run before, grouped into batches (class docstring)."""
+        groups: dict[tuple, dict[tuple, tuple[dict, int]]] = {}
+        for setting, i in jobs:
+            key = (*setting.values(), i)
+            if key not in self._runs:
+                group = (setting["method"], setting["model"], setting["normalised"], setting["steps"])
+                groups.setdefault(group, {})[key] = (setting, i)
+        batches = []
+        for (method, name, normalised, steps), pending in groups.items():
+            weights = sum(p.numel() for p in self.model(name).parameters())
+            size = max(self.data.targets, BATCH_ENTRIES // weights)
+            items = list(pending.items())
+            batches += [(method, name, normalised, steps, items[k:k + size]) for k in range(0, len(items), size)]
+        for method, name, normalised, steps, items in tqdm(batches, desc=desc, unit="batch", disable=not progress):
+            runs = attack(self.cfg, self.prior, self.model(name), self.data, method=method, normalised=normalised,
+                          steps=steps, model_name=name, targets=[i for _, (_, i) in items],
+                          variance=[s["variance"] for _, (s, _) in items],
+                          parameter=[s["parameter"] for _, (s, _) in items])
+            for (key, _), run in zip(items, runs):
+                self._runs[key] = run
 
     def run(self, *, target: int, **setting) -> Run:
         """:func:`attack` of one target with the chapter's defaults, once per distinct attack.  All the targets of
         :attr:`data` are attacked together (the tables ask for them all), so a run never depends on the order of
         the calls."""
         setting = self._setting(**setting)
-        self._attack(setting, list(range(self.data.targets)) if target < self.data.targets else [target])
+        self._attack([(setting, i) for i in (range(self.data.targets) if target < self.data.targets else [target])])
         return self._runs[(*setting.values(), target)]
 
     def runs(self, settings: list[dict], progress: bool, desc: str) -> pd.DataFrame:
         """Every target of :attr:`data` attacked in each of the ``settings`` (keywords of :func:`attack` without
-        ``targets``), one batch per setting with a progress bar over them, as a table of one row per run."""
-        targets = list(range(self.data.targets))
-        out = []
-        for setting in tqdm(settings, desc=desc, unit="setting", disable=not progress):
-            setting = self._setting(**setting)
-            self._attack(setting, targets)
-            out += [self._runs[(*setting.values(), i)] for i in targets]
-        return self.frame(out)
+        ``targets``), in as few batches as they allow with a progress bar over the batches, as a table of one row per
+        run in the order of the settings."""
+        settings = [self._setting(**setting) for setting in settings]
+        targets = range(self.data.targets)
+        self._attack([(setting, i) for setting in settings for i in targets], progress, desc)
+        return self.frame([self._runs[(*setting.values(), i)] for setting in settings for i in targets])
 
     def frame(self, runs: list[Run]) -> pd.DataFrame:
         """One row per run (:meth:`Run.row`)."""
@@ -552,28 +582,35 @@ def paper_rank_correlations(models: tuple[str, ...] = tuple(PAPER_TABLE2)) -> di
 
 def rv_table(exp: Experiment, progress: bool = True) -> pd.DataFrame:
     """Table 2's counterpart: for each of ``cfg.attacked_models``, Reconstruction Vulnerability over the first
-    ``cfg.rv_images`` images (Definition 3's maximum of the exact ``||J||_F`` and their mean, and Eq. 17 with
+    ``cfg.rv_images`` images (Definition 3's maximum of the exact ``||J||_F`` and their mean, and Eq. (17) with
     ``cfg.rv_directions`` Gaussian directions), the mean final PSNR of DPS and DSG on the targets without noise, and
-    the paper's RV and PSNR beside."""
+    the paper's RV and PSNR beside.  The DPS runs of :func:`rv_step_sizes` are attacked here too, in the same batch
+    as each model's Table 2 run."""
     cfg = exp.cfg
     device = resolve_device(cfg.device)
     images, labels = exp.data.images[:cfg.rv_images].to(device), exp.data.labels[:cfg.rv_images].to(device)
     rows = []
-    for name in tqdm(cfg.attacked_models, desc="RV table", unit="model", disable=not progress):
+    for name in tqdm(cfg.attacked_models, desc="RV", unit="model", disable=not progress):
         model = exp.model(name)
         exact = (dg.gradient_jacobian_norm(model, images, labels)
                  if math.prod(cfg.shape[1:]) <= EXACT_RV_PIXELS else torch.full((len(images),), math.nan))
         eq17 = dg.gradient_jacobian_norm_eq17(model, images, labels, directions=cfg.rv_directions,
                                               generator=torch.Generator().manual_seed(cfg.seed))
-        psnr = over_targets(exp.runs([dict(method=m, model=name) for m in METHODS], False, ""), ["method"],
-                            ("final PSNR",)).set_index("method")
         paper = PAPER_TABLE2[name]
         rows.append({"model": name, "parameters": sum(p.numel() for p in model.parameters()),
                      "RV (Def. 3, max)": float(exact.max()), "mean ‖J‖_F": float(exact.mean()),
-                     "Eq. (17)": float(eq17.mean()),
-                     **{f"{m} PSNR{se}": float(psnr.loc[m, f"final PSNR{se}"]) for m in METHODS for se in ("", " SE")},
-                     "paper RV": paper[0], "paper DPS PSNR": paper[1], "paper DSG PSNR": paper[2]})
-    return pd.DataFrame(rows)
+                     "Eq. (17)": float(eq17.mean()), "paper RV": paper[0], "paper DPS PSNR": paper[1],
+                     "paper DSG PSNR": paper[2]})
+    table = pd.DataFrame(rows)
+    table2_jobs = [dict(method=m, model=name) for name in cfg.attacked_models for m in METHODS]
+    exp.runs(table2_jobs + [job for *_, job in _rv_step_jobs(cfg, rv_column(table))], progress, "Table 2 runs")
+    for m in METHODS:
+        psnr = over_targets(exp.runs([dict(method=m, model=name) for name in cfg.attacked_models], False, ""),
+                            ["model"], ("final PSNR",)).set_index("model")
+        for se in ("", " SE"):
+            table.insert(table.columns.get_loc("paper RV"), f"{m} PSNR{se}",
+                         psnr.loc[table["model"], f"final PSNR{se}"].to_numpy())
+    return table
 
 
 def rv_column(table2: pd.DataFrame) -> pd.Series:
@@ -583,26 +620,31 @@ def rv_column(table2: pd.DataFrame) -> pd.Series:
     return table2.set_index("model")[column]
 
 
-def rv_step_sizes(exp: Experiment, table2: pd.DataFrame, progress: bool = True) -> pd.DataFrame:
+def _rv_step_jobs(cfg: Settings, rv: pd.Series) -> list[tuple[float, bool, str, dict]]:
+    """:func:`rv_step_sizes`' attacks: ``(zeta, scaled, model, setting)`` for each step size of ``cfg.rv_zetas`` and
+    ``cfg.dps_zeta`` and once more ``cfg.dps_zeta RV_CNN / RV`` (``scaled``), on every model of ``rv``."""
+    reference = rv["CNN"] if "CNN" in rv.index else rv.iloc[0]
+    cases = [(zeta, False) for zeta in sorted({*cfg.rv_zetas, cfg.dps_zeta})] + [(cfg.dps_zeta, True)]
+    return [(zeta, scaled, name,
+             dict(method="DPS", model=name, parameter=float(zeta * reference / rv[name] if scaled else zeta)))
+            for zeta, scaled in cases for name in rv.index]
+
+
+def rv_step_sizes(exp: Experiment, table2: pd.DataFrame) -> pd.DataFrame:
     """Table 2's correlation against DPS's step size.  The guidance of Algorithm 1 scales with ``||J||``, so at one
     ``zeta`` a model with a larger RV also takes larger steps.  DPS on every model of ``table2`` without noise at
     each step size of ``cfg.rv_zetas`` and ``cfg.dps_zeta`` (Table 2's), and once more at ``cfg.dps_zeta RV_CNN /
     RV`` (every model then takes steps of the CNN's size): per step size Spearman's rho of RV (:func:`rv_column`)
     against the mean final and the mean oracle-peak PSNR over the targets, and the lowest and highest of the models'
-    mean final PSNR."""
-    cfg = exp.cfg
+    mean final PSNR.  The runs are :func:`rv_table`'s (attacked there, in each model's batch)."""
     rv = rv_column(table2)
-    reference = rv["CNN"] if "CNN" in rv.index else rv.iloc[0]
-    cases = [(zeta, False) for zeta in sorted({*cfg.rv_zetas, cfg.dps_zeta})] + [(cfg.dps_zeta, True)]
-    jobs = [(zeta, scaled, name) for zeta, scaled in cases for name in rv.index]
-    psnr = {}
-    for zeta, scaled, name in tqdm(jobs, desc="RV and step size", unit="setting", disable=not progress):
-        step = zeta * reference / rv[name] if scaled else zeta
-        runs = exp.runs([dict(method="DPS", model=name, parameter=float(step))], False, "")
-        psnr[zeta, scaled, name] = runs[["final PSNR", "peak PSNR"]].mean()
+    psnr: dict[tuple, dict] = {}
+    for zeta, scaled, name, job in _rv_step_jobs(exp.cfg, rv):
+        means = exp.runs([job], False, "")[["final PSNR", "peak PSNR"]].mean()
+        psnr.setdefault((zeta, scaled), {})[name] = means
     rows = []
-    for zeta, scaled in cases:
-        means = pd.DataFrame({name: psnr[zeta, scaled, name] for name in rv.index}).T
+    for (zeta, scaled), by_model in psnr.items():
+        means = pd.DataFrame(by_model).T.loc[rv.index]
         rows.append({"ζ": zeta, "step size": "ζ · RV_CNN / RV" if scaled else "ζ",
                      "ρ (final PSNR)": float(stats.spearmanr(rv, means["final PSNR"]).statistic),
                      "ρ (peak PSNR)": float(stats.spearmanr(rv, means["peak PSNR"]).statistic),
