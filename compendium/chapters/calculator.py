@@ -86,9 +86,11 @@ def bound_curves(sigmas, *, dim: int = 3 * 224 * 224, clip: float = 1.0, eta_mse
 def plot_bound_curves(curves: pd.DataFrame, with_m: pd.DataFrame):
     """The page's figure from :func:`bound_curves`: left, the expected-value bounds against epsilon (NCC, eqs. 8-9,
     and PSNR, eq. 6, of Ziller et al. 2024); right, the probabilities of a successful reconstruction (without and
-    with the smallest norm, and the prior-aware worst case)."""
+    with the smallest norm, and the prior-aware worst case); one panel above the other, each legend under its
+    panel, off the curves."""
     eps = curves.epsilon_exact
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    fig, axes = plt.subplots(2, 1, figsize=(plotting.WIDTH, 8.0), layout="constrained")
+    below = dict(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2, fontsize="small")
     ax = axes[0]
     ax.plot(eps, curves.ncc_upper_bound, color=plotting.DIM_BOUND, label="max E[NCC], eq. (8)")
     ax.plot(eps, curves.ncc_upper_bound_dimension_free, "--", color=plotting.BOUND, label="max E[NCC], eq. (9)")
@@ -98,7 +100,7 @@ def plot_bound_curves(curves: pd.DataFrame, with_m: pd.DataFrame):
     twin.set_ylabel("PSNR bound [dB]")
     twin.grid(False)
     handles = ax.get_legend_handles_labels()[0] + twin.get_legend_handles_labels()[0]
-    ax.legend(handles, [h.get_label() for h in handles], loc="center left")
+    ax.legend(handles, [h.get_label() for h in handles], **below)
     ax.set_title("Expected-value bounds (Ziller et al.)")
     ax = axes[1]
     ax.plot(eps, curves.mse_success_probability, color=plotting.BOUND, label="P(MSE ≤ 0.01), no data norm")
@@ -106,7 +108,7 @@ def plot_bound_curves(curves: pd.DataFrame, with_m: pd.DataFrame):
     ax.plot(eps, curves.worst_case_success, "--", color=plotting.EXACT, label="worst case, κ = 0.001")
     ax.set(xscale="log", xlabel=r"$\varepsilon$ at $\delta=10^{-5}$ (one step)", ylabel="success probability",
            title="Probability of a successful reconstruction")
-    ax.legend(loc="center right")
+    ax.legend(**below)
     return fig
 
 

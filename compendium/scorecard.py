@@ -1,0 +1,223 @@
+"""The reproduction scorecard: did the papers hold up?  One row per result a paper states, with a verdict that a
+check in the chapter's own run decides.
+
+A chapter module registers its paper's results once, as :class:`Claim` records (its ``CLAIMS``): every theorem,
+proposition, lemma and corollary, every table and figure, and the headline claims of the abstract and conclusion.
+Its notebook opens a :class:`Card` on them, records each verdict beside the check that decides it
+(:meth:`Card.check`, :meth:`Card.compare`, :meth:`Card.passed` after the cell's asserts) and publishes the card in
+its last cell (:meth:`Card.publish`, glued under :data:`GLUE_KEY`).  The build writes the scorecard page and the
+intro's summary from the executed notebooks' cards (:func:`page`, :func:`summary`), so both show the verdicts and
+numbers of the very build the reader looks at.
+
+The verdicts have fixed meanings:
+
+* ``reproduced``: our number agrees with the paper's within the stated tolerance or its printed precision;
+* ``reproduced in shape``: the book's scale differs from the paper's, and a qualitative property (the claim's
+  ``reason`` says which) holds;
+* ``differs``: the check shows the paper wrong; the claim names the row of the chapter's errata table;
+* ``not reproduced here``: the book cannot run it (the claim's ``reason`` says why: a GPU, data that cannot ship,
+  weights the book cannot download);
+* ``not checkable``: the paper gives too little (the ``reason`` says what is missing).
+
+The first three are decided by a boolean computed in the run: a claim expected to be reproduced (or reproduced in
+shape) whose check fails is recorded as ``differs``, and a claim expected to differ whose evidence fails is recorded
+as ``reproduced``, so a change of code, seed or scale shows on the page instead of leaving a stale verdict.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import math
+from collections import Counter
+from dataclasses import asdict, dataclass
+
+REPRODUCED = "reproduced"
+IN_SHAPE = "reproduced in shape"
+DIFFERS = "differs"
+NOT_HERE = "not reproduced here"
+NOT_CHECKABLE = "not checkable"
+VERDICTS = (REPRODUCED, IN_SHAPE, DIFFERS, NOT_HERE, NOT_CHECKABLE)
+CHECKED = (REPRODUCED, IN_SHAPE, DIFFERS)  # the verdicts a check in the run decides
+#: theorem-like results (theorem, proposition, lemma, corollary), tables, figures, other stated results (a remark, a
+#: sentence of the text) and the headline claims of the abstract and conclusion
+KINDS = ("theorem", "table", "figure", "statement", "headline")
+GLUE_KEY = "scorecard"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One result a paper states.
+
+    ``key`` is unique in the book (a theorem-like claim takes the label of its proof box, e.g. ``ziller-prop1``);
+    ``where`` locates it in the paper (``"Prop. 1, eqs. (4)-(5)"``, ``"Table 1"``, ``"Abstract"``); ``kind`` is one of
+    :data:`KINDS`; ``says`` what the paper states, in a sentence of MyST (a number in it is pasted from the chapter
+    module's ``PAPER_*`` constants); ``link`` a MyST reference to where the chapter decides it (``{prf:ref}`...```,
+    ``{numref}`...``` or ``{ref}`...```); ``expect`` the verdict when the check holds (:data:`REPRODUCED`,
+    :data:`IN_SHAPE`, :data:`DIFFERS`), or :data:`NOT_HERE` / :data:`NOT_CHECKABLE` for a claim no run here decides;
+    ``reason`` the property asserted (:data:`IN_SHAPE`), or why it is not reproduced / what the paper leaves out;
+    ``erratum`` the row of the chapter's errata table that a :data:`DIFFERS` claim rests on.
+    """
+
+    key: str
+    where: str
+    kind: str
+    says: str
+    link: str
+    expect: str
+    reason: str = ""
+    erratum: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"claim {self.key!r}: kind={self.kind!r}; allowed: {KINDS}")
+        if self.expect not in VERDICTS:
+            raise ValueError(f"claim {self.key!r}: expect={self.expect!r}; allowed: {VERDICTS}")
+        if self.expect in (IN_SHAPE, NOT_HERE, NOT_CHECKABLE) and not self.reason:
+            raise ValueError(f"claim {self.key!r}: expect={self.expect!r} needs a reason (the property asserted, or "
+                             "why it is not checked here)")
+        if (self.expect == DIFFERS) != (self.erratum is not None):
+            raise ValueError(f"claim {self.key!r}: expect={self.expect!r}, erratum={self.erratum!r}; allowed: an "
+                             "erratum row exactly for a claim expected to differ")
+        if not self.link.startswith("{"):
+            raise ValueError(f"claim {self.key!r}: link={self.link!r}; allowed: a MyST role such as "
+                             "{prf:ref}`label`, {numref}`label` or {ref}`label`")
+
+
+@dataclass
+class Finding:
+    """A claim's row in a run: the claim, the verdict, what the book found (MyST), and whether a check in the run
+    decided the verdict."""
+
+    claim: Claim
+    verdict: str
+    found: str
+    checked: bool
+
+
+class Card:
+    """The scorecard of one paper in one run: ``Card(paper, claims, errata=...)``, ``paper`` the paper's short name,
+    ``claims`` the chapter module's ``CLAIMS``, ``errata`` the label of the chapter's errata table on the errata page
+    (where a :data:`DIFFERS` row points)."""
+
+    def __init__(self, paper: str, claims, *, errata: str):
+        self.paper, self.errata = paper, errata
+        self.claims = {}
+        for claim in claims:
+            if claim.key in self.claims:
+                raise ValueError(f"claim {claim.key!r} is registered twice")
+            self.claims[claim.key] = claim
+        self.findings: dict[str, Finding] = {}
+
+    def _claim(self, key: str) -> Claim:
+        if key not in self.claims:
+            raise ValueError(f"claim {key!r} is not among the {self.paper} claims; allowed: {sorted(self.claims)}")
+        if key in self.findings:
+            raise ValueError(f"claim {key!r} was already decided in this run (one check per claim)")
+        claim = self.claims[key]
+        if claim.expect not in CHECKED:
+            raise ValueError(f"claim {key!r} is {claim.expect!r}: no check in the run decides it")
+        return claim
+
+    def check(self, key: str, *, holds: bool, found: str) -> str:
+        """Record the verdict of claim ``key`` from ``holds``, the outcome of the check that decides it: the claim's
+        expected verdict when it holds, else :data:`DIFFERS` (or :data:`REPRODUCED` for a claim expected to
+        differ).  ``found`` says what the book found, with its numbers.  Returns the verdict."""
+        claim = self._claim(key)
+        if not isinstance(holds, bool):
+            holds = bool(holds)  # numpy booleans
+        verdict = claim.expect if holds else (REPRODUCED if claim.expect == DIFFERS else DIFFERS)
+        self.findings[key] = Finding(claim, verdict, found, True)
+        return verdict
+
+    def compare(self, key: str, *, ours: float, paper: float, rtol: float = 0.0, atol: float = 0.0,
+                fmt: str = ".3g", unit: str = "") -> str:
+        """Record claim ``key`` by comparing ``ours`` with the paper's number: the check holds when
+        ``|ours - paper| <= atol + rtol |paper|`` (the tolerance of the comparison, or the paper's printed
+        precision).  Returns the verdict."""
+        if not (math.isfinite(ours) and math.isfinite(paper)):
+            raise ValueError(f"claim {key!r}: ours={ours!r}, paper={paper!r}; allowed: finite numbers")
+        holds = abs(ours - paper) <= atol + rtol * abs(paper)
+        found = f"{ours:{fmt}}{unit} (paper: {paper:{fmt}}{unit})"
+        return self.check(key, holds=holds, found=found)
+
+    def passed(self, key: str, *, found: str) -> str:
+        """Record claim ``key`` as decided by the asserts the cell has just run: its expected verdict (a failed
+        assert stops the chapter before this line, as it always has).  ``found`` says what they measured."""
+        return self.check(key, holds=True, found=found)
+
+    def publish(self) -> str:
+        """The card as JSON, every claim in registration order, for the notebook to glue under :data:`GLUE_KEY`.
+        A claim no run decides (:data:`NOT_HERE`, :data:`NOT_CHECKABLE`) is recorded with its reason; a claim
+        that should have been checked and was not is an error."""
+        missing = [k for k, c in self.claims.items() if c.expect in CHECKED and k not in self.findings]
+        if missing:
+            raise ValueError(f"claims never checked in this run: {missing}")
+        rows = []
+        for key, claim in self.claims.items():
+            finding = self.findings.get(key) or Finding(claim, claim.expect, "", False)
+            rows.append({**asdict(claim), "verdict": finding.verdict, "found": finding.found,
+                         "checked": finding.checked})
+        return json.dumps({"paper": self.paper, "errata": self.errata, "rows": rows}, ensure_ascii=False)
+
+
+def read_card(executed_notebook) -> dict | None:
+    """The card a chapter's executed notebook published (``None`` if it published none)."""
+    import nbformat
+
+    nb = nbformat.read(executed_notebook, as_version=4)
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            if output.get("metadata", {}).get("scrapbook", {}).get("name") == GLUE_KEY:
+                text = next(v for k, v in output["data"].items() if k.endswith("text/plain"))
+                return json.loads(ast.literal_eval(text))
+    return None
+
+
+def counts(card: dict) -> Counter:
+    """How many rows of each verdict a card has."""
+    return Counter(row["verdict"] for row in card["rows"])
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|") or "—"
+
+
+def paper_table(card: dict, *, label: str) -> str:
+    """One paper's rows as a MyST table named ``label``: where, what the paper says, what the book found, the
+    verdict (with the erratum it rests on, or the reason) and the link to the chapter's check."""
+    lines = [f":::{{table}} Did {card['paper']} hold up? One row per stated result.", f":name: {label}", "",
+             "| Where | The paper says | Found here | Verdict | Decided in |", "|---|---|---|---|---|"]
+    for row in card["rows"]:
+        verdict = f"**{row['verdict']}**"
+        if row["verdict"] == DIFFERS and row["erratum"] is not None:
+            verdict += f": erratum {row['erratum']} of {{numref}}`Table %s <{card['errata']}>`"
+        elif row["reason"] and row["verdict"] in (IN_SHAPE, NOT_HERE, NOT_CHECKABLE):
+            verdict += f": {row['reason']}"
+        elif row["verdict"] == DIFFERS:
+            verdict += ": the check failed in this build"
+        lines.append(f"| {_cell(row['where'])} | {_cell(row['says'])} | {_cell(row['found'])} | {_cell(verdict)} "
+                     f"| {row['link']} |")
+    lines.append(":::")
+    return "\n".join(lines)
+
+
+def summary(cards: dict[str, dict], *, scorecard_doc: str) -> str:
+    """The intro's summary: per paper the count of each verdict, linked to its table on the scorecard page
+    ``scorecard_doc``."""
+    lines = ["| Paper | " + " | ".join(VERDICTS) + " |", "|---|" + "---|" * len(VERDICTS)]
+    for key, card in cards.items():
+        c = counts(card)
+        lines.append(f"| {{ref}}`{card['paper']} <scorecard-{key}>` | " + " | ".join(str(c[v]) for v in VERDICTS)
+                     + " |")
+    return "\n".join(lines)
+
+
+def page(cards: dict[str, dict]) -> str:
+    """The scorecard page's generated part: per paper (keyed by chapter), a heading with its counts and its table."""
+    parts = []
+    for key, card in cards.items():
+        c = counts(card)
+        tally = ", ".join(f"{c[v]} {v}" for v in VERDICTS if c[v])
+        parts += [f"(scorecard-{key})=", f"## {card['paper']}", "", f"{len(card['rows'])} results: {tally}.", "",
+                  paper_table(card, label=f"scorecard-table-{key}"), ""]
+    return "\n".join(parts).rstrip() + "\n"
