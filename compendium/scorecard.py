@@ -28,6 +28,7 @@ from __future__ import annotations
 import ast
 import json
 import math
+import re
 from collections import Counter
 from dataclasses import asdict, dataclass
 
@@ -118,32 +119,38 @@ class Card:
             raise ValueError(f"claim {key!r} is {claim.expect!r}: no check in the run decides it")
         return claim
 
-    def check(self, key: str, *, holds: bool, found: str) -> str:
+    def check(self, key: str, *, holds: bool, found: str) -> None:
         """Record the verdict of claim ``key`` from ``holds``, the outcome of the check that decides it: the claim's
         expected verdict when it holds, else :data:`DIFFERS` (or :data:`REPRODUCED` for a claim expected to
-        differ).  ``found`` says what the book found, with its numbers.  Returns the verdict."""
+        differ).  ``found`` says what the book found, with its numbers.  Nothing is returned, so that a cell ending
+        with it shows no output; the verdicts are in :meth:`publish`."""
         claim = self._claim(key)
         if not isinstance(holds, bool):
             holds = bool(holds)  # numpy booleans
         verdict = claim.expect if holds else (REPRODUCED if claim.expect == DIFFERS else DIFFERS)
         self.findings[key] = Finding(claim, verdict, found, True)
-        return verdict
 
     def compare(self, key: str, *, ours: float, paper: float, rtol: float = 0.0, atol: float = 0.0,
-                fmt: str = ".3g", unit: str = "") -> str:
+                fmt: str = ".3g", unit: str = "") -> None:
         """Record claim ``key`` by comparing ``ours`` with the paper's number: the check holds when
         ``|ours - paper| <= atol + rtol |paper|`` (the tolerance of the comparison, or the paper's printed
-        precision).  Returns the verdict."""
+        precision)."""
         if not (math.isfinite(ours) and math.isfinite(paper)):
             raise ValueError(f"claim {key!r}: ours={ours!r}, paper={paper!r}; allowed: finite numbers")
         holds = abs(ours - paper) <= atol + rtol * abs(paper)
         found = f"{ours:{fmt}}{unit} (paper: {paper:{fmt}}{unit})"
-        return self.check(key, holds=holds, found=found)
+        self.check(key, holds=holds, found=found)
 
-    def passed(self, key: str, *, found: str) -> str:
+    def passed(self, key: str, *, found: str) -> None:
         """Record claim ``key`` as decided by the asserts the cell has just run: its expected verdict (a failed
         assert stops the chapter before this line, as it always has).  ``found`` says what they measured."""
-        return self.check(key, holds=True, found=found)
+        self.check(key, holds=True, found=found)
+
+    def not_run(self, key: str, *, why: str) -> None:
+        """Record that the check of claim ``key`` does not run at this run's scale (a sweep that only the ``book``
+        and ``paper`` scales run): the row reads :data:`NOT_HERE` with ``why``, and it is not a decided verdict."""
+        claim = self._claim(key)
+        self.findings[key] = Finding(claim, NOT_HERE, why, False)
 
     def publish(self) -> str:
         """The card as JSON, every claim in registration order, for the notebook to glue under :data:`GLUE_KEY`.
@@ -182,6 +189,19 @@ def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|") or "—"
 
 
+_BARE_ROLE = re.compile(r"^\{(prf:ref|numref)\}`([\w-]+)`$")
+
+
+def _link(link: str) -> str:
+    """A claim's link with readable text: a bare ``{prf:ref}`` would print only the box's type ("Proposition") and a
+    bare ``{numref}`` only the number, so they get "the box" and "Figure %s"."""
+    match = _BARE_ROLE.match(link)
+    if not match:
+        return link
+    role, label = match.groups()
+    return f"{{prf:ref}}`the box <{label}>`" if role == "prf:ref" else f"{{numref}}`Figure %s <{label}>`"
+
+
 def paper_table(card: dict, *, label: str) -> str:
     """One paper's rows as a MyST table named ``label``: where, what the paper says, what the book found, the
     verdict (with the erratum it rests on, or the reason) and the link to the chapter's check."""
@@ -189,14 +209,17 @@ def paper_table(card: dict, *, label: str) -> str:
              "| Where | The paper says | Found here | Verdict | Decided in |", "|---|---|---|---|---|"]
     for row in card["rows"]:
         verdict = f"**{row['verdict']}**"
-        if row["verdict"] == DIFFERS and row["erratum"] is not None:
-            verdict += f": erratum {row['erratum']} of {{numref}}`Table %s <{card['errata']}>`"
-        elif row["reason"] and row["verdict"] in (IN_SHAPE, NOT_HERE, NOT_CHECKABLE):
+        erratum = f"erratum {row['erratum']} of {{numref}}`Table %s <{card['errata']}>`"
+        if row["verdict"] == DIFFERS:
+            verdict += f": {erratum}" if row["erratum"] is not None else ": the check failed in this build"
+        elif row["expect"] == DIFFERS:  # the evidence of an erratum did not show in this run
+            verdict += f": the evidence of {erratum} did not show in this build"
+        elif row["expect"] in CHECKED and not row["checked"]:
+            verdict += ": the check does not run at this scale"
+        elif row["reason"]:
             verdict += f": {row['reason']}"
-        elif row["verdict"] == DIFFERS:
-            verdict += ": the check failed in this build"
         lines.append(f"| {_cell(row['where'])} | {_cell(row['says'])} | {_cell(row['found'])} | {_cell(verdict)} "
-                     f"| {row['link']} |")
+                     f"| {_link(row['link'])} |")
     lines.append(":::")
     return "\n".join(lines)
 
