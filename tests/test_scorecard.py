@@ -15,6 +15,7 @@ from compendium.scorecard import CHECKED, DIFFERS, IN_SHAPE, NOT_HERE, REPRODUCE
 
 ROOT = repository_root()
 PAPER_CHAPTERS = ("ziller2024", "mean_to_extreme", "hcr", "transfer_learned", "diffusion")
+TOOL_CHAPTERS = ("calculator",)  # chapters that check no paper of their own
 THEOREM_LIKE = ("theorem", "proposition", "lemma", "corollary")
 _DIRECTIVE = re.compile(r"^\s*(`{3,}|:{3,})\{prf:(\w+)\}\s*(.*)$")
 
@@ -131,6 +132,12 @@ def audit(key: str, executed: Path) -> dict:
                and f"<{label}>`" not in linked}
     assert not missing, f"{key}: theorem-like boxes of the paper without a scorecard row: {missing}"
     return card
+
+
+def test_every_chapter_is_a_paper_with_a_card_or_a_tool():
+    assert sorted(chapters.registry()) == sorted(PAPER_CHAPTERS + TOOL_CHAPTERS)
+    for key in TOOL_CHAPTERS:
+        assert not hasattr(chapters.chapter(key).module, "CLAIMS")
 
 
 @pytest.mark.parametrize("key", PAPER_CHAPTERS)
