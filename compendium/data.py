@@ -14,6 +14,7 @@ without touching the network: the loaders then fail with their usual message tha
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -664,3 +665,18 @@ def celeba_faces(files, resolution: int = 64) -> torch.Tensor:
     """The reconstruction targets of :func:`celeba_crops` as RGB in [0, 1], shape (len(files), 3, resolution,
     resolution)."""
     return celeba_crops(files, resolution)[1].float() / 255
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The transfer-learning chapter's pools
+# ---------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Pools:
+    """The three disjoint pools, images (B, C, H, W) in [-1, 1] and labels; CelebA's (:func:`celeba_data`) keeps its
+    training images as uint8 pixels (:func:`~compendium.attacks.shadow_reconstructor.signed_unit`) and carries
+    ``features``, the deep features of the training and validation pools, computed as the photos were read."""
+
+    pretrain: tuple[torch.Tensor, torch.Tensor]
+    train: tuple[torch.Tensor, torch.Tensor]
+    validation: tuple[torch.Tensor, torch.Tensor]
+    features: tuple[torch.Tensor, torch.Tensor] | None = None

@@ -44,10 +44,9 @@ def test_unknown_scale_fails():
         chapter.settings("huge")
 
 
-def test_run_attack_refuses_bad_set_size_before_training():
-    cfg = chapter.settings("ci", "cpu")
+def test_an_attack_refuses_a_bad_set_size_before_any_work():
     with pytest.raises(ValueError, match="set_size=25"):
-        chapter.run_attack(cfg, None, None, set_size=25)
+        chapter.Attack(25)
 
 
 def test_recipe_follows_table3_and_the_code_run_dp():
@@ -100,12 +99,12 @@ def tiny_attack():
     cfg = chapter.settings("ci", "cpu", shadow_train=256, shadow_val=16, reconstructor_steps=40)
     pool = chapter.pools(cfg)
     extractor = chapter.feature_extractor(cfg, pool)
-    return cfg, pool, extractor, chapter.run_attack(cfg, pool, extractor, set_size=20, progress=False)
+    return cfg, pool, extractor, chapter.run_attack(cfg, pool, extractor, chapter.Attack(20), progress=False)
 
 
 def test_tiny_attack_is_deterministic_and_shaped(tiny_attack):
     cfg, pool, extractor, result = tiny_attack
-    again = chapter.run_attack(cfg, pool, extractor, set_size=20, progress=False)
+    again = chapter.run_attack(cfg, pool, extractor, chapter.Attack(20), progress=False)
     assert torch.equal(result.h0, again.h0) and torch.equal(result.h1, again.h1)
     assert result.h0.shape == result.h1.shape == result.h_prior.shape == (16, 10)
     assert result.val_sets.shape == (16, 10, 2) and result.val_weights.shape == (16, 650)
@@ -139,7 +138,7 @@ def test_disjoint_validation_heads_share_no_image(tiny_attack):
     image, and the H1 surrogate draws as many."""
     cfg, pool, extractor, _ = tiny_attack
     disjoint = dataclasses.replace(cfg, disjoint_validation=True, shadow_val=10_000)
-    result = chapter.run_attack(disjoint, pool, extractor, set_size=20, progress=False)
+    result = chapter.run_attack(disjoint, pool, extractor, chapter.Attack(20), progress=False)
     most = attack.disjoint_set_count(pool.validation[1], per_class=2, num_classes=10)
     assert result.val_sets.shape == (most, 10, 2) and result.h1.shape == (most, 10)
     assert len(set(result.val_sets.flatten().tolist())) == result.val_sets.numel()
@@ -147,7 +146,7 @@ def test_disjoint_validation_heads_share_no_image(tiny_attack):
 
 def test_unconditional_attack_scores_whole_sets(tiny_attack):
     cfg, pool, extractor, conditional = tiny_attack
-    result = chapter.run_attack(cfg, pool, extractor, set_size=20, conditional=False, progress=False)
+    result = chapter.run_attack(cfg, pool, extractor, chapter.Attack(20, conditional=False), progress=False)
     assert not result.conditional and result.h0.shape == result.h1.shape == result.h_prior.shape == (16, 1)
     assert torch.equal(result.val_weights, conditional.val_weights)  # the same heads as the conditional run
     assert result.reconstructor.net[0].in_features == 650
@@ -165,7 +164,7 @@ def test_training_curves_leave_the_run_unchanged(tiny_attack):
     """Fig. 3c: a run with curves=True scores the reconstructor after every pass over the heads and gives the same
     tables as the run without; training_curves refuses a run without them."""
     cfg, pool, extractor, plain = tiny_attack
-    result = chapter.run_attack(cfg, pool, extractor, set_size=20, curves=True, progress=False)
+    result = chapter.run_attack(cfg, pool, extractor, chapter.Attack(20, curves=True), progress=False)
     assert torch.equal(result.h0, plain.h0) and torch.equal(result.h1, plain.h1)
     curves = chapter.training_curves([result])
     epochs = math.ceil(40 * 32 / 256)
@@ -216,18 +215,21 @@ def test_binary_heads_attack_and_their_recipe(tiny_attack):
     assert recipe.targets(torch.arange(10)).tolist() == [0, 1, 0, 1, 0, 1, 0, 1, 0, 1]
     assert recipe.dim(64) == 529 and chapter.HeadRecipe(10).dim(64) == 650
     cfg, pool, extractor, _ = tiny_attack
-    raw = chapter.run_attack(cfg, pool, extractor, set_size=20, binary=True, progress=False)
-    ordered = chapter.run_attack(cfg, pool, extractor, set_size=20, binary=True, canonical=True, progress=False)
+    raw = chapter.run_attack(cfg, pool, extractor, chapter.Attack(20, task="binary"), progress=False)
+    ordered = chapter.run_attack(cfg, pool, extractor, chapter.Attack(20, task="binary", canonical=True),
+                                 progress=False)
     assert raw.val_weights.shape == (16, 529) and torch.equal(raw.val_sets, ordered.val_sets)
     assert 0.6 < raw.head_accuracy <= 1 and raw.head_accuracy == ordered.head_accuracy
     features = extractor.pool_features(pool)[1][:50]
     heads = [train.BinaryHeads.unflatten((r.val_weights.double() * r.statistics.std + r.statistics.mean).float(), 64)
              for r in (raw, ordered)]
     torch.testing.assert_close(heads[1].logits(features), heads[0].logits(features), rtol=1e-4, atol=1e-5)
-    with pytest.raises(ValueError, match="canonical=True without binary=True"):
-        chapter.run_attack(cfg, pool, extractor, set_size=20, canonical=True)
-    with pytest.raises(ValueError, match="binary=True with a noise_multiplier"):
-        chapter.run_attack(cfg, pool, extractor, set_size=20, binary=True, noise_multiplier=1.0)
+    with pytest.raises(ValueError, match="canonical=True without task='binary'"):
+        chapter.Attack(20, canonical=True)
+    with pytest.raises(ValueError, match="task='binary' with a noise_multiplier"):
+        chapter.Attack(20, task="binary", noise_multiplier=1.0)
+    with pytest.raises(ValueError, match="spec=20; allowed: an Attack"):
+        chapter.run_attack(cfg, pool, extractor, 20)
 
 
 def test_binary_sweep_rows_beside_the_papers_rates(tiny_attack):
@@ -273,11 +275,12 @@ def test_the_class_heads_init_std_follows_the_dataset_unless_set():
     assert chapter.settings("paper", dataset="mnist").head_init_std == 0.002
     assert chapter.settings("paper", dataset="cifar10", init_std=0.002).head_init_std == 0.002
     cifar, mnist = chapter.settings("paper", dataset="cifar10"), chapter.settings("paper", dataset="mnist")
-    assert chapter.attack_recipe(cifar, 10).init_std == 0.0002  # run_attack's path
-    assert chapter.attack_recipe(mnist, 10).init_std == 0.002
-    assert chapter.attack_recipe(cifar, 10, binary=True).init_std == 0.0002
-    assert chapter.attack_recipe(chapter.settings("paper", dataset="cifar10", init_std=0.002), 10).init_std == 0.002
-    assert chapter.attack_recipe(cifar, 10, init_std=0.2).init_std == 0.2
+    assert chapter.attack_recipe(cifar, chapter.Attack(10)).init_std == 0.0002  # run_attack's path
+    assert chapter.attack_recipe(mnist, chapter.Attack(10)).init_std == 0.002
+    assert chapter.attack_recipe(cifar, chapter.Attack(10, task="binary")).init_std == 0.0002
+    paper_std = chapter.settings("paper", dataset="cifar10", init_std=0.002)
+    assert chapter.attack_recipe(paper_std, chapter.Attack(10)).init_std == 0.002
+    assert chapter.attack_recipe(cifar, chapter.Attack(10, init_std=0.2)).init_std == 0.2
 
 
 def test_paper_scale_takes_cifars_width_and_clipping_norm():
@@ -344,13 +347,13 @@ def test_paper_scale_pipeline_on_small_files(tmp_path):
     assert all(torch.equal(loaded[k], v) for k, v in reference.items())
     with pytest.raises(FileNotFoundError, match="VGGtiny_classifier_EMNIST_50EP.pth"):
         chapter.feature_extractor(with_checkpoint("missing.pth"), pool)
-    result = chapter.run_attack(cfg, pool, extractor, set_size=10, progress=False)
+    result = chapter.run_attack(cfg, pool, extractor, chapter.Attack(10), progress=False)
     stored = list((tmp_path / "heads").iterdir())
     assert [p.name for p in stored] == ["mnist-N10-K40-std0.002-sigmaNone-seed0"]
     assert (stored[0] / "weights.npy").stat().st_size > 40 * 2570 * 4
     assert isinstance(result.reconstructor, chapter.models.ResidualReconstructor)
     assert result.h0.shape == result.h1.shape == (4, 10) and result.val_weights.shape == (4, 2570)
-    again = chapter.run_attack(cfg, pool, extractor, set_size=10, progress=False)
+    again = chapter.run_attack(cfg, pool, extractor, chapter.Attack(10), progress=False)
     assert torch.equal(result.h0, again.h0) and torch.equal(result.h1, again.h1)
 
 
@@ -385,19 +388,19 @@ def test_variant_sweep_rows_beside_the_papers_rates(tiny_attack):
     assert table[["paper TPR*", "paper FPR*"]].iloc[:2].values.tolist() == [[0.636, 0.018], [0.443, 0.022]]
     assert np.isnan(table["paper TPR*"].iloc[2])
     # the reference row is the attack run_attack gives at the sweep's settings
-    reference = chapter.run_attack(small, pool, extractor, set_size=10, shadow_train=256, steps=40, progress=False)
+    reference = chapter.run_attack(small, pool, extractor, chapter.Attack(10, shadow_train=256, steps=40),
+                                   progress=False)
     assert table["TPR*"].iloc[0] == reference.summary()["TPR*"]
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(variant="Adam", binary=True), "variant='Adam' with binary heads"),
+    (dict(variant="Adam", task="binary"), "variant='Adam' with binary heads"),
     (dict(variant="Adam", noise_multiplier=1.0), "variant='Adam' with binary heads or DP-SGD"),
     (dict(variant="RMSprop"), "variant='RMSprop'"),
 ])
-def test_run_attack_refuses_bad_variants(tiny_attack, kwargs, message):
-    cfg, pool, extractor, _ = tiny_attack
+def test_an_attack_refuses_bad_variants(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        chapter.run_attack(cfg, pool, extractor, set_size=10, progress=False, **kwargs)
+        chapter.Attack(10, **kwargs)
 
 
 @pytest.mark.parametrize("variants, message", [(("Adagrad",), "training_variants='Adagrad'"),
@@ -419,7 +422,7 @@ def test_out_of_distribution_pool_is_turned_digits_with_random_balanced_labels(t
 
 def test_out_of_distribution_attack_keeps_the_data_distributions_threshold(tiny_attack):
     cfg, pool, extractor, reference = tiny_attack
-    ood = chapter.run_attack(cfg, pool, extractor, set_size=20, ood=True, progress=False)
+    ood = chapter.run_attack(cfg, pool, extractor, chapter.Attack(20, ood=True), progress=False)
     assert ood.tau == reference.tau  # tau_NN of the digits, not of the turned digits
     assert not torch.equal(ood.h0, reference.h0) and ood.h0.shape == reference.h0.shape
     table = chapter.variant_sweep(chapter.settings("ci", "cpu", shadow_val=16, ood=True, variant_shadow_train=256,
@@ -495,9 +498,9 @@ def test_identity_attack_scores_the_identitys_images(tiny_attack, monkeypatch):
     identity's M images (row 0 of every set), Table 1 beside the paper's CelebA row, Table 5, and the two scorings."""
     cfg, pool, extractor, _ = tiny_attack
     small = dataclasses.replace(cfg, identity_max_attempts=3, identity_shadow_train=256, identity_steps=40)
-    result = chapter.run_attack(small, pool, extractor, set_size=10, identity=True, progress=False)
+    result = chapter.run_attack(small, pool, extractor, chapter.Attack(10, task="identity"), progress=False)
     assert result.history["steps"][-1] == 40  # the identity_* settings are its defaults
-    again = chapter.run_attack(small, pool, extractor, set_size=10, identity=True, progress=False)
+    again = chapter.run_attack(small, pool, extractor, chapter.Attack(10, task="identity"), progress=False)
     assert torch.equal(result.h0, again.h0) and torch.equal(result.h1, again.h1)
     assert result.identity and not result.conditional and result.h0.shape == result.h1.shape == (16, 1)
     assert result.val_sets.shape == (16, 10, 1) and result.val_weights.shape == (16, 265)
@@ -552,11 +555,11 @@ def attack_min_mse(result, images):
     return ((out[:, None] - images) ** 2).flatten(2).mean(-1).min(1).values.double()
 
 
-@pytest.mark.parametrize("kwargs", [dict(conditional=True), dict(binary=True), dict(canonical=True),
-                                    dict(variant="Adam"), dict(ood=True), dict(noise_multiplier=1.0)])
-def test_run_attack_refuses_identity_with_other_changes(kwargs):
-    with pytest.raises(ValueError, match="identity=True with conditional, binary, canonical, variant, ood or "):
-        chapter.run_attack(chapter.settings("ci", "cpu"), None, None, set_size=10, identity=True, **kwargs)
+@pytest.mark.parametrize("kwargs", [dict(conditional=True), dict(canonical=True), dict(variant="Adam"),
+                                    dict(ood=True), dict(noise_multiplier=1.0)])
+def test_an_attack_refuses_identity_with_other_changes(kwargs):
+    with pytest.raises(ValueError, match="task='identity' with conditional, canonical, variant, ood or "):
+        chapter.Attack(10, task="identity", **kwargs)
 
 
 def test_identity_data_source_by_scale():
@@ -646,7 +649,7 @@ def test_celeba_experiment_on_small_files(tmp_path, monkeypatch):
     assert len(built) == 2 and (tmp_path / "celeba" / "compendium-WideResNet50_CelebA_Attributes_20EP.pt").is_file()
     assert all(torch.equal(a, b) for a, b in zip(again.features, pool.features))
     assert torch.equal(again.train[0], train_x) and torch.equal(again.validation[0], val_x)
-    result = chapter.run_attack(cfg, pool, extractor, set_size=10, identity=True, progress=False)
+    result = chapter.run_attack(cfg, pool, extractor, chapter.Attack(10, task="identity"), progress=False)
     stored = [p.name for p in (tmp_path / "heads").iterdir()]
     assert stored == ["celeba-identity-N10-K40-std0.0002-sigmaNone-seed0"]
     assert result.val_weights.shape == (4, 4 * (48 + 2) + 1) and result.h0.shape == (4, 1)
@@ -655,7 +658,7 @@ def test_celeba_experiment_on_small_files(tmp_path, monkeypatch):
     assert result.tau == pytest.approx(attack.nearest_neighbour_threshold(val_x, attack.signed_unit(train_x)))
     assert 0 < result.tau < 4 and all(float(t.max()) <= 4 for t in (result.h0, result.h1, result.h_prior))
     assert max(result.history["loss"]) <= 8  # (MSE + MAE) / 2 <= 3 plus the stand-in's distance <= 4
-    again = chapter.run_attack(cfg, pool, extractor, set_size=10, identity=True, progress=False)
+    again = chapter.run_attack(cfg, pool, extractor, chapter.Attack(10, task="identity"), progress=False)
     assert torch.equal(result.h0, again.h0) and torch.equal(result.h1, again.h1)
 
 

@@ -24,8 +24,7 @@ import hashlib
 import math
 import os
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -34,9 +33,27 @@ import torch
 from scipy import optimize
 from tqdm import tqdm
 
-from compendium import data, dp, metrics, models, plotting, train, validation
+from compendium import data, metrics, models, plotting, train, validation
 from compendium.attacks import shadow_reconstructor as attack
-from compendium.attacks.shadow_store import ShadowStore, ShadowWriter
+from compendium.attacks.transfer_heads import (
+    BINARY_TASKS,
+    DATASETS,
+    IDENTITY_TASKS,
+    NUM_CLASSES,
+    RESTART_LOSS,
+    TRAINING_VARIANTS,
+    Attack,
+    AttackResult,
+    HeadRecipe,
+    compared_images,
+    epsilons,
+    head_accuracy,
+    identity_head_scores,
+    phi_fits,
+    shadow_heads,
+)
+from compendium.data import Pools
+from compendium.models.extractors import Extractor, vggtiny_checkpoint
 from compendium.base import in_repository, resolve_device
 from compendium.bounds import transfer_learned as roc
 from compendium.chapters.base import Settings as _Settings
@@ -45,36 +62,10 @@ from compendium.scorecard import DIFFERS, IN_SHAPE, NOT_CHECKABLE, NOT_HERE, REP
 
 TITLE = "Vulnerability of transfer-learned networks to data reconstruction in the small-data regime"
 
-NUM_CLASSES = 10
-POOL_SIZES = {"pretrain": 500, "train": 800, "validation": 497}
-#: Table 3's recipe per dataset (the digits run MNIST's): heads' init std, lr, weight decay and the epochs
-#: ``offset + per_five * N // 5`` (MNIST 26 + 3N/5, CIFAR 38 + N).  CIFAR-10's init std is the authors' code's
-#: 0.0002 (``INIT_STD`` in every version of ``shadow_conf_multiclass_CIFAR.yml`` and ``shadow_conf_binary_CIFAR.yml``),
-#: which produced their numbers; Table 3 prints :data:`PAPER_TABLE3_CIFAR_INIT_STD` (errata).
-_MNIST_ROW = dict(init_std=0.002, lr=0.01, weight_decay=1e-5, epochs_offset=26, epochs_per_five=3)
-DATASETS = {"digits": _MNIST_ROW, "mnist": _MNIST_ROW,
-            "cifar10": dict(init_std=0.0002, lr=0.01, weight_decay=1e-4, epochs_offset=38, epochs_per_five=5)}
+POOL_SIZES = {"pretrain": 500, "train": 800, "validation": 497}  # the digits' three pools (:func:`pools`)
+
 #: Table 3's CIFAR-10 init std as printed; ``settings(init_std=PAPER_TABLE3_CIFAR_INIT_STD)`` runs it.
 PAPER_TABLE3_CIFAR_INIT_STD = 0.002
-#: Table 6's binary heads (Section 3.2, point 4): FC(8) -> ReLU -> FC(1) with BCE, trained on a two-way split of the
-#: ten classes (label 1: ``positive_classes``): even / odd digits for MNIST (and the digits), vehicles {airplane,
-#: automobile, ship, truck} against animals for CIFAR-10.
-_EVEN_ODD = dict(init_std=0.002, lr=0.1, weight_decay=1e-4, epochs_offset=26, epochs_per_five=3, hidden=8,
-                 positive_classes=(1, 3, 5, 7, 9))
-BINARY_TASKS = {"digits": _EVEN_ODD, "mnist": _EVEN_ODD,
-                "cifar10": dict(init_std=0.0002, lr=0.05, weight_decay=1e-4, epochs_offset=38, epochs_per_five=5,
-                                hidden=8, positive_classes=(0, 1, 8, 9))}
-#: The CelebA experiment's heads (Table 3's CelebA row, Section 3.1): FC(4) -> ReLU -> FC(1), BCE with the positive
-#: class weighted 10, 100 epochs, trained on one identity's M images against 9M images of others, and restarted while
-#: the training loss stays at RESTART_LOSS or more (at most 100 trainings; the authors' code).  Without CelebA an
-#: identity is a class.  The paper's row as printed for MNIST and CIFAR-10 (whose features we have not tried); for the
-#: digits a learning rate of 0.05 instead of 0.02, at which most heads on the digits' features are still far from the
-#: restart rule's loss after 100 epochs.
-RESTART_LOSS = 0.05
-_CELEBA_ROW = dict(init_std=0.0002, lr=0.02, weight_decay=1e-2, epochs_offset=100, epochs_per_five=0, hidden=4,
-                   pos_weight=10.0, one_vs_rest=True, restart_loss=RESTART_LOSS, max_attempts=100)
-IDENTITY_TASKS = {"digits": {**_CELEBA_ROW, "lr": 0.05}, "mnist": _CELEBA_ROW, "cifar10": _CELEBA_ROW,
-                  "celeba": _CELEBA_ROW}
 RECONSTRUCTORS = ("mlp", "residual")
 #: The paper's Table 1 (MNIST, CIFAR, CelebA rows) and defended epsilons of Section 4 (gamma = 0.015).
 PAPER_TABLE1 = {
@@ -95,15 +86,6 @@ PAPER_TAU_NN = {"MNIST": 0.0696, "CIFAR": 0.1284, "CelebA": 0.1217}
 PAPER_UNCONDITIONAL = {"CIFAR": (0.543, 0.281)}
 #: Section 3.2, point 4: TPR and FPR at tau_NN of the binary heads (even / odd MNIST, animal / vehicle CIFAR), N = 10.
 PAPER_BINARY = {"MNIST": (0.461, 0.018), "CIFAR": (0.282, 0.095)}
-#: Section 3.2, points 5 and 7: the attacked heads' (and so the shadow heads') training changed, N = 10: one epoch
-#: or 512 instead of Table 3's, Adam instead of SGD (same lr and weight decay), mini-batches of N / 2 (taken in the
-#: set's class order every epoch, as the authors' unshuffled DataLoader: classes 0-4, then 5-9).
-TRAINING_VARIANTS = {
-    "1 epoch": dict(epochs_offset=1, epochs_per_five=0),
-    "512 epochs": dict(epochs_offset=512, epochs_per_five=0),
-    "Adam": dict(optimizer="adam"),
-    "mini-batch B = N/2": dict(batches_per_epoch=2),
-}
 #: TPR and FPR at tau_NN, N = 10: point 5's with Adam, point 8's with out-of-distribution shadow data (CIFAR only);
 #: for the other variants the paper reports only "no significant change".
 OOD = "out-of-distribution shadow data"
@@ -158,7 +140,8 @@ def paper_numbers() -> dict[str, float]:
     numbers |= {f"tl_paper_tau_{experiment.lower()}": tau for experiment, tau in PAPER_TAU_NN.items()}
     numbers |= {f"tl_paper_eps_{experiment.lower()}_{n}": eps
                 for (experiment, n), eps in PAPER_DEFENDED_EPSILON.items()}
-    for row, recipe in (("mnist", _MNIST_ROW), ("binary", _EVEN_ODD), ("celeba", _CELEBA_ROW)):
+    for row, recipe in (("mnist", DATASETS["mnist"]), ("binary", BINARY_TASKS["mnist"]),
+                        ("celeba", IDENTITY_TASKS["celeba"])):
         numbers |= {f"tl_paper_t3_{row}_lr": recipe["lr"], f"tl_paper_t3_{row}_init_std": recipe["init_std"]}
     return {key: float(value) for key, value in numbers.items()} | {"tl_paper_gamma": GAMMA}
 
@@ -375,139 +358,6 @@ def settings(scale: str = "book", device: str = "auto", seed: int = 0, **overrid
     return resolve(Settings, SCALES, scale, device, seed, overrides)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Recipe (Table 3, MNIST row) and DP accounting (Section 4, Appendix E)
-# ---------------------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class HeadRecipe:
-    """Table 3's recipe for a head trained on ``N`` images: full-batch gradient descent for ``offset + per_five N / 5``
-    epochs (MNIST 26 + 3N/5, the default; CIFAR 38 + N), learning rate, weight decay, weights ``N(0, init_std^2)``.
-    :meth:`of` gives a dataset's row; ``optimizer`` and ``batches_per_epoch`` (mini-batches of ``N /
-    batches_per_epoch``) change the training as Section 3.2's point 5 does (:data:`TRAINING_VARIANTS`).  A binary
-    head (``hidden`` units) learns ``positive_classes`` against the rest (Table 6), or with ``one_vs_rest`` the
-    CelebA experiment's task (:data:`IDENTITY_TASKS`): the ``N / 10`` images of one identity against ``9 N / 10``
-    of others, BCE with the positives weighted ``pos_weight``, restarted while its training loss is at least
-    ``restart_loss`` (at most ``max_attempts`` trainings)."""
-
-    set_size: int
-    init_std: float = 0.002
-    lr: float = 0.01
-    weight_decay: float = 1e-5
-    epochs_offset: int = 26
-    epochs_per_five: int = 3
-    hidden: int = 0  # 0: Table 3's linear softmax head; H: Table 6's FC(H) -> ReLU -> FC(1) binary head
-    positive_classes: tuple[int, ...] = ()  # a binary head's class 1
-    optimizer: str = "sgd"
-    batches_per_epoch: int = 1
-    pos_weight: float = 1.0
-    one_vs_rest: bool = False
-    restart_loss: float | None = None
-    max_attempts: int = 1
-
-    def __post_init__(self) -> None:
-        validation.choice("optimizer", self.optimizer, ("sgd", "adam"))
-        validation.integer("batches_per_epoch", self.batches_per_epoch)
-        validation.integer("max_attempts", self.max_attempts)
-        validation.positive("pos_weight", self.pos_weight)
-        if self.restart_loss is not None:
-            validation.positive("restart_loss", self.restart_loss)
-        elif self.max_attempts != 1:
-            raise ValueError(f"max_attempts={self.max_attempts!r} without restart_loss; allowed: 1")
-        if not self.hidden and (self.one_vs_rest or self.restart_loss is not None or self.pos_weight != 1.0):
-            raise ValueError("one_vs_rest, restart_loss or pos_weight for a linear head; allowed: binary heads "
-                             "(hidden > 0)")
-        if self.set_size % self.batches_per_epoch:
-            raise ValueError(f"batches_per_epoch={self.batches_per_epoch!r}; allowed: a divisor of N = "
-                             f"{self.set_size} (mini-batches of equal size)")
-        if self.hidden and (self.optimizer, self.batches_per_epoch) != ("sgd", 1):
-            raise ValueError(f"optimizer={self.optimizer!r}, batches_per_epoch={self.batches_per_epoch!r} for a "
-                             "binary head; allowed: Table 6's full-batch SGD only")
-
-    @classmethod
-    def of(cls, dataset: str, set_size: int, init_std: float | None = None, binary: bool = False,
-           variant: str | None = None, identity: bool = False) -> "HeadRecipe":
-        """Table 3's row for ``dataset`` (Table 6's binary task with ``binary``, the CelebA experiment's with
-        ``identity``), ``init_std`` replaced if given, changed by the training ``variant`` (a name of
-        :data:`TRAINING_VARIANTS`) if given."""
-        if binary and identity:
-            raise ValueError("binary=True with identity=True; allowed: one of Table 6's and the CelebA task")
-        table = IDENTITY_TASKS if identity else BINARY_TASKS if binary else DATASETS
-        row = dict(table[validation.choice("dataset", dataset, tuple(table))])
-        if init_std is not None:
-            row["init_std"] = init_std
-        if variant is not None:
-            row.update(TRAINING_VARIANTS[validation.choice("variant", variant, tuple(TRAINING_VARIANTS))])
-        return cls(set_size, **row)
-
-    def dim(self, features: int) -> int:
-        """The number of a head's parameters on ``features`` inputs: ``10 (F + 1)`` or ``H (F + 2) + 1``."""
-        return self.hidden * (features + 2) + 1 if self.hidden else NUM_CLASSES * (features + 1)
-
-    def targets(self, labels: torch.Tensor) -> torch.Tensor:
-        """A binary head's 0/1 targets of class ``labels`` (1 for :attr:`positive_classes`)."""
-        return torch.isin(labels, torch.tensor(self.positive_classes, device=labels.device)).float()
-
-    def set_targets(self, sets: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        """The 0/1 targets (K, N) of a binary head's training sets (K, 10, M) of pool indices: by the images'
-        ``labels`` (:meth:`targets`), or for :attr:`one_vs_rest` by position (row ``[k, 0]`` the identity's)."""
-        if not self.one_vs_rest:
-            return self.targets(labels[sets.flatten(1)])
-        targets = torch.zeros(sets.shape, dtype=torch.float32)
-        targets[:, 0] = 1.0
-        return targets.flatten(1)
-
-    def sets(self, labels: torch.Tensor, *, count: int, generator: torch.Generator) -> torch.Tensor:
-        """``count`` training sets (count, 10, M) of pool indices drawn as Algorithm 1 does: balanced over the ten
-        classes (:func:`~compendium.attacks.shadow_reconstructor.balanced_sets`), or for :attr:`one_vs_rest` one
-        identity's M images against 9M of others (:func:`~compendium.attacks.shadow_reconstructor.one_vs_rest_sets`,
-        the identity's in row 0)."""
-        per_class = self.set_size // NUM_CLASSES
-        if self.one_vs_rest:
-            return attack.one_vs_rest_sets(labels, positives=per_class, count=count, generator=generator,
-                                           negative_groups=NUM_CLASSES - 1)
-        return attack.balanced_sets(labels, per_class=per_class, count=count, num_classes=NUM_CLASSES,
-                                    generator=generator)
-
-    @property
-    def epochs(self) -> int:
-        return self.epochs_offset + self.epochs_per_five * self.set_size // 5
-
-    @property
-    def steps(self) -> int:
-        """Gradient steps without DP: one per mini-batch of every epoch."""
-        return self.epochs * self.batches_per_epoch
-
-    @property
-    def batch_size(self) -> int | None:
-        """The mini-batch size, ``None`` for full batches."""
-        return None if self.batches_per_epoch == 1 else self.set_size // self.batches_per_epoch
-
-    @property
-    def dp_steps(self) -> int:
-        """DP-SGD steps as the authors' code runs them: opacus with batch size ``N - 1`` makes a data loader of two
-        batches, hence Poisson rate 1/2 and two steps per epoch."""
-        return 2 * self.epochs
-
-    @property
-    def delta(self) -> float:
-        """Section 4's ``delta = N^-1.1``."""
-        return self.set_size ** -1.1
-
-
-SHARD_SIZE = 100_000  # at most this many heads per batched computation ...
-SHARD_BYTES = 1 << 30  # ... and at most 1 GB of gathered features (N x F x 4 B per head; 256 features at N = 40: 26k)
-DP_SAMPLE_RATE = 0.5  # what the authors' code runs (see HeadRecipe.dp_steps); the paper states (N - 1) / N
-
-
-def epsilons(recipe: HeadRecipe, noise_multiplier: float) -> dict[str, float]:
-    """epsilon at ``delta = N^-1.1`` of the DP-SGD the code runs (q = 1/2, T = 2 n_E) from opacus' PRV and RDP
-    accountants, and the PRV value under the paper's stated rate ``q = (N - 1)/N`` with ``T = n_E``."""
-    n = recipe.set_size
-    return {"eps_prv": dp.epsilon(noise_multiplier, recipe.dp_steps, recipe.delta, DP_SAMPLE_RATE, "prv"),
-            "eps_rdp": dp.epsilon(noise_multiplier, recipe.dp_steps, recipe.delta, DP_SAMPLE_RATE, "rdp"),
-            "eps_prv_stated_q": dp.epsilon(noise_multiplier, recipe.epochs, recipe.delta, (n - 1) / n, "prv")}
-
-
 def readme_accounting(entries: int = 5) -> pd.DataFrame:
     """The first ``entries`` of each table of the authors' README (:data:`PAPER_README_EPSILONS`, the largest noise
     first) beside :func:`epsilons` of the same noise multiplier under its dataset's recipe (Table 3's epochs): one
@@ -522,18 +372,6 @@ def readme_accounting(entries: int = 5) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------------------------
 # Data and the feature extractor
 # ---------------------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Pools:
-    """The three disjoint pools, images (B, C, H, W) in [-1, 1] and labels; CelebA's (:func:`celeba_data`) keeps its
-    training images as uint8 pixels (:func:`~compendium.attacks.shadow_reconstructor.signed_unit`) and carries
-    ``features``, the deep features of the training and validation pools, computed as the photos were read."""
-
-    pretrain: tuple[torch.Tensor, torch.Tensor]
-    train: tuple[torch.Tensor, torch.Tensor]
-    validation: tuple[torch.Tensor, torch.Tensor]
-    features: tuple[torch.Tensor, torch.Tensor] | None = None
-
-
 def pools(cfg: Settings) -> Pools:
     """The chapter's three disjoint pools, images in [-1, 1] (the paper's ``X / 127.5 - 1``).
 
@@ -562,53 +400,6 @@ def pools(cfg: Settings) -> Pools:
     pretrain = data.cifar100(root / "cifar100", "train")
     train_split, test_split = data.cifar10(root / "cifar10", "train"), data.cifar10(root / "cifar10", "test")
     return Pools(*((2 * x - 1, y) for x, y in (pretrain, train_split, test_split)))
-
-
-@dataclass
-class Extractor:
-    """The frozen feature extractor: ``features(x)`` (B, F) of images in [-1, 1], computed in batches on its device
-    (``transform`` maps the pool's images to the model's input); its accuracy on the validation pool (``nan`` where
-    the pre-training task differs from the heads') and its training time."""
-
-    model: torch.nn.Module
-    accuracy: float
-    seconds: float
-    transform: object = None
-    batch_size: int = 1024
-    whole_model: bool = False  # the features are model(x) (TorchVision's, head removed), not model.features(x)
-
-    _cached: dict = field(default_factory=dict, repr=False)
-
-    def pool_features(self, pool: Pools) -> tuple[torch.Tensor, torch.Tensor]:
-        """The features of the training and the validation pool, computed once per pool (the pool's own when it
-        carries them)."""
-        if pool.features is not None:
-            return pool.features
-        key = id(pool)
-        if key not in self._cached or self._cached[key][0] is not pool:
-            self._cached[key] = (pool, self.features(pool.train[0]), self.features(pool.validation[0]))
-        return self._cached[key][1:]
-
-    @torch.no_grad()
-    def features(self, x: torch.Tensor) -> torch.Tensor:
-        device = next(self.model.parameters()).device
-        out = []
-        for batch in x.split(self.batch_size):
-            batch = batch.to(device)
-            batch = batch if self.transform is None else self.transform(batch)
-            out.append((self.model(batch) if self.whole_model else self.model.features(batch)).cpu())
-        return torch.cat(out)
-
-
-def _vggtiny_checkpoint(path: str) -> dict:
-    """The authors' VGGtiny weights (``VGGtiny_classifier_EMNIST_50EP.pth``, their repository's
-    ``models_pretrained/``), read on the CPU."""
-    file = in_repository(path)
-    if not file.is_file():
-        raise FileNotFoundError(f"extractor_checkpoint {file} not found: get VGGtiny_classifier_EMNIST_50EP.pth from "
-                                f"{models.pretrained.AUTHORS_REPOSITORY} (models_pretrained/), or leave "
-                                "extractor_checkpoint=None to train VGGtiny here")
-    return torch.load(file, map_location="cpu")
 
 
 def feature_extractor(cfg: Settings, pool: Pools, progress: bool = False) -> Extractor:
@@ -640,7 +431,7 @@ def feature_extractor(cfg: Settings, pool: Pools, progress: bool = False) -> Ext
             train.train_classifier(model, pool.pretrain, cfg.extractor_epochs, lr=1e-4, optimizer="adam",
                                    batch_size=256, generator=seeded(), device=cfg.device, progress=progress)
         else:
-            model.load_authors_state_dict(_vggtiny_checkpoint(cfg.extractor_checkpoint))
+            model.load_authors_state_dict(vggtiny_checkpoint(cfg.extractor_checkpoint))
         model.to(device).eval().requires_grad_(False)
         return Extractor(model, math.nan, time.perf_counter() - start)  # letters, not digits: no head accuracy
     model = models.MnistMLP(1, 8, NUM_CLASSES, hidden=cfg.extractor_hidden, generator=seeded())
@@ -707,7 +498,7 @@ def celeba_data(cfg: Settings, progress: bool = False) -> tuple[Pools, Extractor
 
 def identity_data(cfg: Settings, pool: Pools, extractor: Extractor, progress: bool = False
                   ) -> tuple[Pools, Extractor]:
-    """The pools and extractor of the CelebA experiment (``run_attack(identity=True)``): CelebA's
+    """The pools and extractor of the CelebA experiment (``Attack(N, task="identity")``): CelebA's
     (:func:`celeba_data`) when ``cfg.identity_source`` is ``"celeba"``, else ``pool`` and ``extractor`` (an identity
     is then a class)."""
     return celeba_data(cfg, progress) if cfg.identity_source == "celeba" else (pool, extractor)
@@ -716,249 +507,43 @@ def identity_data(cfg: Settings, pool: Pools, extractor: Extractor, progress: bo
 # ---------------------------------------------------------------------------------------------------------------
 # Algorithm 1 and the attack
 # ---------------------------------------------------------------------------------------------------------------
-def shadow_heads(features: torch.Tensor, labels: torch.Tensor, recipe: HeadRecipe, *, count: int,
-                 generator: torch.Generator, device: str = "auto", noise_multiplier: float | None = None,
-                 max_grad_norm: float | None = None, shard_size: int | None = None,
-                 store: str | Path | None = None, fingerprint: dict | None = None, canonical: bool = False,
-                 disjoint: bool = False, progress: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-    """Algorithm 1 for ``count`` heads, ``shard_size`` at a time (each shard one batched computation): sets of
-    ``N = recipe.set_size`` pool indices (count, 10, M) drawn by :meth:`HeadRecipe.sets` (balanced, or one identity
-    against the rest) and the trained heads' flattened weights (count, D), by the recipe (full-batch GD, Adam or
-    mini-batches in the set's order as the recipe says, or DP-SGD at Poisson rate 1/2 for ``2 n_E`` steps when
-    ``noise_multiplier`` is given, which a changed recipe refuses).
-    Each shard draws its sets, then its heads' initial weights, from ``generator``; ``shard_size`` defaults to
-    :data:`SHARD_SIZE` heads or :data:`SHARD_BYTES` of features, whichever is fewer.  Only the sets and the weights
-    are kept; a shard's features are gathered just for its training.
-
-    With ``store`` (a folder) the shards are written to disk as they come (:class:`ShadowWriter`; ``fingerprint``
-    names the run, and an interrupted run resumes) and the returned tensors are memory-mapped from the files, so
-    that the paper's 2.56 million heads are never held in memory.  ``canonical`` orders a binary head's hidden
-    units by their output weight (:meth:`compendium.train.BinaryHeads.canonical`), the adversary's choice of one of
-    the equivalent orderings, before the weights are flattened.  With ``disjoint`` the sets share no image (the
-    authors' validation heads, :func:`~compendium.attacks.shadow_reconstructor.disjoint_balanced_sets`), all drawn
-    before the first shard."""
-    if canonical and not recipe.hidden:
-        raise ValueError("canonical=True; allowed only with a binary head recipe (hidden units to order)")
-    if recipe.hidden and noise_multiplier is not None:
-        raise ValueError("noise_multiplier with a binary head recipe; allowed: DP-SGD for the linear heads only "
-                         "(Section 4 trains those)")
-    if noise_multiplier is not None and (recipe.optimizer, recipe.batches_per_epoch) != ("sgd", 1):
-        raise ValueError(f"noise_multiplier with optimizer={recipe.optimizer!r}, batches_per_epoch="
-                         f"{recipe.batches_per_epoch!r}; allowed: DP-SGD with Table 3's recipe (Section 4)")
-    if shard_size is None:
-        shard_size = max(1, min(SHARD_SIZE, SHARD_BYTES // (4 * recipe.set_size * features.shape[1])))
-    options = dict(lr=recipe.lr, weight_decay=recipe.weight_decay, init_std=recipe.init_std, generator=generator,
-                   device=device)
-    if recipe.hidden:
-        options.update(hidden=recipe.hidden, steps=recipe.epochs, pos_weight=recipe.pos_weight,
-                       restart_loss=recipe.restart_loss, max_attempts=recipe.max_attempts)
-    elif noise_multiplier is None:
-        options.update(num_classes=NUM_CLASSES, steps=recipe.steps, optimizer=recipe.optimizer,
-                       batch_size=recipe.batch_size, shuffle=recipe.batch_size is None)  # the authors' order
-    else:
-        options.update(num_classes=NUM_CLASSES, steps=recipe.dp_steps, noise_multiplier=noise_multiplier,
-                       max_grad_norm=max_grad_norm, sample_rate=DP_SAMPLE_RATE)
-    per_class = recipe.set_size // NUM_CLASSES
-    if disjoint and (recipe.one_vs_rest or store is not None):
-        raise ValueError("disjoint=True for the CelebA task or a stored run; allowed: balanced validation sets")
-    partition = attack.disjoint_balanced_sets(labels, per_class=per_class, count=count, num_classes=NUM_CLASSES,
-                                              generator=generator) if disjoint else None
-    writer = None if store is None else ShadowWriter(
-        store, count=count, dim=recipe.dim(features.shape[1]), set_shape=(NUM_CLASSES, per_class),
-        fingerprint={"recipe": dataclasses.asdict(recipe), "canonical": canonical,
-                     "mini-batch order": None if recipe.batch_size is None else "the set's",
-                     "noise_multiplier": noise_multiplier, "max_grad_norm": max_grad_norm, "shard_size": shard_size,
-                     **(fingerprint or {})},
-        generator=generator)
-    done = 0 if writer is None else writer.written
-    sets, weights = [], []
-    for start in tqdm(range(done, count, shard_size), desc="shadow-head shards", unit="shard",
-                      disable=not progress):
-        shard = (recipe.sets(labels, count=min(shard_size, count - start), generator=generator) if partition is None
-                 else partition[start:start + shard_size])
-        flat = shard.flatten(1)
-        if recipe.hidden:
-            heads = train.fit_binary_heads(features[flat], recipe.set_targets(shard, labels), **options)
-            trained = (heads.canonical() if canonical else heads).flat().cpu()
-        else:
-            trained = train.fit_linear_heads(features[flat], labels[flat], **options).flat().cpu()
-        if writer is None:
-            sets.append(shard)
-            weights.append(trained)
-        else:
-            writer.write(shard, trained)
-    if writer is not None:
-        stored = ShadowStore.open(store)
-        return stored.sets, stored.weights
-    return torch.cat(sets), torch.cat(weights)
+def attack_recipe(cfg: Settings, spec: Attack) -> HeadRecipe:
+    """The victims' recipe of the attack ``spec``: the row of ``cfg``'s dataset for its task, with ``spec.init_std``
+    if given, else, for the class heads, ``cfg.init_std`` if set (the binary and CelebA tasks keep their rows'
+    values), changed by ``spec.variant``; the CelebA task restarts at most ``cfg.identity_max_attempts`` times."""
+    init_std = spec.init_std if spec.init_std is not None or spec.task != "classes" else cfg.init_std
+    dataset = cfg.identity_source if spec.identity else cfg.dataset
+    recipe = HeadRecipe.of(dataset, spec.set_size, init_std, binary=spec.binary, variant=spec.variant,
+                           identity=spec.identity)
+    return dataclasses.replace(recipe, max_attempts=cfg.identity_max_attempts) if spec.identity else recipe
 
 
-@dataclass
-class AttackResult:
-    """One attack (one ``N``, one recipe): the min-MSE tables ``h0``, ``h1`` (Gaussian surrogate) and ``h_prior``
-    (``H1*``), each (validation heads, 10) (one column for the unconditional reconstructor of Algorithm 2); the
-    threshold ``tau`` (``tau_NN``); the validation heads' mean test accuracy (for the CelebA task, ``head_scores``:
-    Table 5's per-head rates, :func:`identity_head_scores`); what is needed to show reconstructions; timings."""
-
-    set_size: int
-    tau: float
-    h0: torch.Tensor
-    h1: torch.Tensor
-    h_prior: torch.Tensor
-    head_accuracy: float
-    head_accuracy_sd: float
-    reconstructor: torch.nn.Module
-    statistics: attack.WeightStatistics
-    val_weights: torch.Tensor
-    val_sets: torch.Tensor
-    surrogate_weights: torch.Tensor
-    history: dict
-    seconds: dict = field(default_factory=dict)
-    conditional: bool = True
-    identity: bool = False  # the CelebA task: the reconstruction is scored against the identity's images only
-    head_scores: dict = field(default_factory=dict)
-
-    def targets(self, pool: "Pools", rows: torch.Tensor) -> torch.Tensor:
-        """The images of the validation sets ``rows`` (indices) as the reconstructions are compared with them
-        (:func:`compared_images`)."""
-        return compared_images(pool.validation[0], self.val_sets[rows], conditional=self.conditional,
-                               identity=self.identity)
-
-    def summary(self) -> dict[str, float]:
-        """TPR and FPR at ``tau_NN`` (with binomial standard errors), TPR at FPR = 0.01, the Gaussian fits of
-        ``phi`` under ``H0`` and ``H1`` and Eq. (6) at FPR = 0.01 from them, the prior draws' rate at ``tau_NN``."""
-        n = self.h0.numel()
-        tpr, fpr = attack.rates(self.h0, self.h1, self.tau)
-        tpr01 = attack.tpr_at_fpr(self.h0, self.h1, 0.01)
-        fits = phi_fits(self)
-        return {"N": self.set_size, "TPR*": tpr, "TPR* SE": math.sqrt(tpr * (1 - tpr) / n), "FPR*": fpr,
-                "FPR* SE": math.sqrt(fpr * (1 - fpr) / n),
-                "TPR@FPR=0.01": tpr01, "TPR@FPR=0.01 SE": math.sqrt(tpr01 * (1 - tpr01) / n),
-                "Eq. (6) @ 0.01": float(roc.analytic_tpr(0.01, **fits)),
-                "prior FPR*": attack.rates(self.h0, self.h_prior, self.tau)[1],
-                "head accuracy": self.head_accuracy, **fits}
-
-
-def compared_images(images: torch.Tensor, sets: torch.Tensor, *, conditional: bool, identity: bool) -> torch.Tensor:
-    """The images of ``sets`` (K, 10, M) of indices into ``images`` grouped as Algorithms 2-3 compare them with the
-    reconstructions: (K, 10, M, ...) per class, or one group (K, 1, ...) for an unconditional reconstructor: all
-    ``N`` images (Algorithm 2), or only the identity's ``M`` (row 0; the CelebA task, as the authors' code)."""
-    chosen = images[sets[:, :1] if identity else sets]
-    return chosen if conditional else chosen.flatten(1, 2)[:, None]
-
-
-def head_accuracy(weights: torch.Tensor, features: torch.Tensor, labels: torch.Tensor,
-                  recipe: HeadRecipe | None = None) -> torch.Tensor:
-    """Test accuracy (K,) of heads given by their flattened weights (K, 10 F + 10), or of a binary ``recipe``'s
-    heads (K, H (F + 2) + 1) on its two-way task, on ``features`` (B, F) with class ``labels`` (B,)."""
-    binary = recipe is not None and recipe.hidden
-    heads = train.BinaryHeads if binary else train.LinearHeads
-    labels = recipe.targets(labels) if binary else labels
-    # 256 heads at a time: 10,000 x 10,000 logits would be 4 GB
-    return torch.cat([heads.unflatten(w, features.shape[1]).accuracy(features, labels) for w in weights.split(256)])
-
-
-def identity_head_scores(weights: torch.Tensor, features: torch.Tensor, labels: torch.Tensor, sets: torch.Tensor,
-                         recipe: HeadRecipe) -> dict[str, torch.Tensor]:
-    """Table 5's rates of one-identity heads (``recipe.one_vs_rest``), each (K,), from their flattened weights (K, D)
-    and their training sets (K, 10, M) in the pool of ``features`` (B, F) with identity ``labels`` (B,):
-    ``"TPR"`` the share of the identity's held-out images (those of the pool not in the set) classified positive,
-    ``"TNR"`` the share of the other identities' held-out images classified negative, ``"accuracy"`` ``(TPR + 9 TNR)
-    / 10`` (the authors' test sets: the identity's held-out photos and nine times as many random others, in
-    expectation), and ``"training loss"`` the head's final loss on its own set (:meth:`BinaryHeads.loss`)."""
-    if not recipe.one_vs_rest:
-        raise ValueError("identity_head_scores needs a one_vs_rest recipe (the CelebA task)")
-    tpr, tnr, loss = [], [], []
-    for rows in torch.arange(len(sets)).split(256):  # 256 heads at a time: (K, B) masks at 10^4 x 10^4 take GBs
-        heads = train.BinaryHeads.unflatten(weights[rows], features.shape[1])
-        predicted = heads.logits(features.to(heads.w1)).cpu() > 0
-        held_out = torch.ones(len(rows), len(labels), dtype=torch.bool)
-        held_out[torch.arange(len(rows))[:, None], sets[rows].flatten(1)] = False
-        same = labels[None, :] == labels[sets[rows, 0, 0]][:, None]
-        positive, negative = same & held_out, ~same & held_out
-        tpr.append((predicted & positive).sum(1) / positive.sum(1))
-        tnr.append((~predicted & negative).sum(1) / negative.sum(1))
-        loss.append(heads.loss(features[sets[rows].flatten(1)], recipe.set_targets(sets[rows], labels),
-                               recipe.pos_weight).cpu())
-    tpr, tnr = torch.cat(tpr).double(), torch.cat(tnr).double()
-    return {"accuracy": (tpr + 9 * tnr) / 10, "TPR": tpr, "TNR": tnr, "training loss": torch.cat(loss)}
-
-
-def phi_fits(result: AttackResult) -> dict[str, float]:
-    """Gaussian maximum-likelihood fits (mean and biased standard deviation, as ``scipy.stats.norm.fit``) of
-    ``phi = logit(min-MSE / 4)`` under ``H0`` and ``H1`` (Appendix A.1)."""
-    phi0 = roc.min_mse_logit(result.h0.numpy().ravel())
-    phi1 = roc.min_mse_logit(result.h1.numpy().ravel())
-    return {"mu0": float(phi0.mean()), "sigma0": float(phi0.std()), "mu1": float(phi1.mean()),
-            "sigma1": float(phi1.std())}
-
-
-def attack_recipe(cfg: Settings, set_size: int, *, init_std: float | None = None, binary: bool = False,
-                  variant: str | None = None, identity: bool = False) -> HeadRecipe:
-    """The victims' recipe of one attack: the row of ``cfg``'s dataset (of :func:`run_attack`'s task), with
-    ``init_std`` if given, else, for the class heads, ``cfg.init_std`` if set (the binary and CelebA tasks keep
-    their rows' values); the CelebA task restarts at most ``cfg.identity_max_attempts`` times."""
-    if init_std is not None:
-        validation.positive("init_std", init_std)
-    elif not identity and not binary:
-        init_std = cfg.init_std
+def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, spec: Attack, *, progress: bool = True
+               ) -> AttackResult:
+    """The whole attack ``spec`` (an :class:`~compendium.attacks.transfer_heads.Attack`, which says what is attacked,
+    how the victims train and what the adversary does): Algorithm 1 on the training pool (``spec.shadow_train`` heads,
+    default ``cfg.shadow_train``, ``cfg.identity_shadow_train`` for the identity task) and on the validation pool
+    (``cfg.shadow_val`` heads; with ``cfg.disjoint_validation`` as many sets without a shared image as the pool holds,
+    at most that many), the weight statistics, the reconstructor trained with Eq. (3) for ``spec.steps`` Adam steps
+    (default ``cfg.reconstructor_steps``, ``cfg.identity_steps`` for the identity task; rounded up to whole passes over
+    the heads), and Algorithm 3's tables ``H0``, ``H1`` with ``H1*``.  Every draw comes from generators seeded by
+    ``cfg.seed`` and the set size, so the same attack gives the same numbers.  DP-SGD clips at
+    ``cfg.dp_max_grad_norm``.  With ``spec.ood`` the adversary's shadow sets and the reconstructor's targets come from
+    :func:`out_of_distribution_pool`, while ``tau_NN`` and the prior draws of ``H1*`` stay those of the data
+    distribution.  The identity task's reconstructor is the paper's CelebA one: unconditional, trained and scored
+    against the identity's ``M`` images only.  With ``spec.curves`` the reconstructor is scored after every pass over
+    the heads (:func:`training_curves`): the validation heads' Eq. (3) loss and TPR at FPR = 0.01, the latter against
+    surrogate draws from a generator of their own, so that the run's numbers do not change."""
+    if not isinstance(spec, Attack):
+        raise ValueError(f"spec={spec!r}; allowed: an Attack (compendium.attacks.transfer_heads.Attack)")
+    identity, binary, canonical, variant, ood = spec.identity, spec.binary, spec.canonical, spec.variant, spec.ood
+    set_size, conditional, noise_multiplier = spec.set_size, spec.conditional, spec.noise_multiplier
+    shadow_train = spec.shadow_train or (cfg.identity_shadow_train if identity else cfg.shadow_train)
+    steps = spec.steps or (cfg.identity_steps if identity else cfg.reconstructor_steps)
     dataset = cfg.identity_source if identity else cfg.dataset
-    recipe = HeadRecipe.of(dataset, set_size, init_std, binary=binary, variant=variant, identity=identity)
-    return dataclasses.replace(recipe, max_attempts=cfg.identity_max_attempts) if identity else recipe
-
-
-def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: int, shadow_train: int | None = None,
-               init_std: float | None = None, noise_multiplier: float | None = None, steps: int | None = None,
-               conditional: bool | None = None, binary: bool = False, canonical: bool = False,
-               variant: str | None = None, ood: bool = False, identity: bool = False, curves: bool = False,
-               progress: bool = True) -> AttackResult:
-    """The whole attack for one ``N``: Algorithm 1 on the training pool (``shadow_train`` heads) and on the validation
-    pool (``cfg.shadow_val`` heads; with ``cfg.disjoint_validation`` as many sets without a shared image as the pool
-    holds, at most that many), the weight statistics, the conditional reconstructor trained with Eq. (3) for
-    ``steps`` Adam steps (default ``cfg.reconstructor_steps``, rounded up to whole passes over the heads), and
-    Algorithm 3's tables ``H0``, ``H1`` with ``H1*``.  Every draw comes from generators seeded by ``cfg.seed`` and
-    ``set_size``, so the same arguments give the same numbers.  With ``noise_multiplier`` every head (the adversary's
-    shadow heads too, as in Section 4) is trained with DP-SGD at clipping norm ``cfg.dp_max_grad_norm``.  With
-    ``conditional=False`` the reconstructor is Algorithm 2's unconditional ``R(theta)`` on the same heads, scored
-    against whole sets (Section 3.2, point 3).  With ``binary`` the heads are Table 6's two-layer binary heads
-    (:data:`BINARY_TASKS`), attacked with the same 10-class conditional reconstructor (Section 3.2, point 4), and
-    with ``canonical`` their hidden units ordered by output weight before the attack sees them (ours).  With
-    ``variant`` (a name of :data:`TRAINING_VARIANTS`) every head is trained by that changed recipe (Section 3.2,
-    points 5 and 7), the adversary's shadow heads too: the threat model gives the adversary the recipe.  With
-    ``ood`` the adversary's shadow sets and the reconstructor's targets come from :func:`out_of_distribution_pool`
-    (point 8), while ``tau_NN`` and the prior draws of ``H1*`` stay those of the data distribution.  With
-    ``identity`` the heads do the CelebA experiment's task (:data:`IDENTITY_TASKS`: one identity, here a class,
-    against the rest, at most ``cfg.identity_max_attempts`` trainings per head; ``shadow_train`` and ``steps``
-    default to ``cfg.identity_shadow_train`` and ``cfg.identity_steps``) and the reconstructor is the paper's
-    CelebA one: unconditional (``conditional`` may not be ``True``), trained and scored against the identity's ``M``
-    images only.  With
-    ``curves`` the reconstructor is scored after every pass over the heads (Fig. 3c, :func:`training_curves`): the
-    validation heads' Eq. (3) loss and TPR at FPR = 0.01, the latter against surrogate draws from a generator of their
-    own, so that the run's numbers do not change."""
-    validation.integer("set_size", set_size, minimum=NUM_CLASSES)
-    if set_size % NUM_CLASSES:
-        raise ValueError(f"set_size={set_size!r}; allowed: a multiple of the {NUM_CLASSES} classes")
-    if shadow_train is None:
-        shadow_train = cfg.identity_shadow_train if identity else cfg.shadow_train
-    validation.integer("shadow_train", shadow_train, minimum=2)
-    steps = validation.integer("steps", (cfg.identity_steps if identity else cfg.reconstructor_steps)
-                               if steps is None else steps)
-    if identity and (conditional or binary or canonical or variant is not None or ood
-                     or noise_multiplier is not None):
-        raise ValueError("identity=True with conditional, binary, canonical, variant, ood or noise_multiplier; "
-                         "allowed: the CelebA task alone, with its unconditional reconstructor")
-    conditional = not identity if conditional is None else conditional
-    if binary and noise_multiplier is not None:
-        raise ValueError("binary=True with a noise_multiplier; allowed: DP-SGD for the linear heads only")
-    if variant is not None and (binary or noise_multiplier is not None):
-        raise ValueError(f"variant={variant!r} with binary heads or DP-SGD; allowed: a changed recipe of Table 3's "
-                         "linear heads, trained without DP")
-    dataset = cfg.identity_source if identity else cfg.dataset
-    recipe = attack_recipe(cfg, set_size, init_std=init_std, binary=binary, variant=variant, identity=identity)
-    if canonical and not binary:
-        raise ValueError("canonical=True without binary=True; allowed: ordering the hidden units of binary heads")
-    dp_options = {} if noise_multiplier is None else dict(noise_multiplier=validation.number(
-        "noise_multiplier", noise_multiplier, at_least=0.0), max_grad_norm=cfg.dp_max_grad_norm)
+    recipe = attack_recipe(cfg, spec)
+    dp_options = {} if noise_multiplier is None else dict(noise_multiplier=noise_multiplier,
+                                                          max_grad_norm=cfg.dp_max_grad_norm)
     perceptual = (metrics.lpips_network("vgg", resolve_device(cfg.device)) if dataset in ("cifar10", "celeba")
                   else None)  # Section 3.1: LPIPS for CIFAR and CelebA
     generator = torch.Generator().manual_seed(cfg.seed * 1000 + set_size)
@@ -997,7 +582,7 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
     val_w = statistics.standardise(val_weights)
     val_images = compared_images(val_x, val_sets, conditional=conditional, identity=identity)
     on_epoch = None
-    if curves:
+    if spec.curves:
         curve_surrogate = statistics.surrogate(val_count, torch.Generator().manual_seed(cfg.seed + 1))
 
         def on_epoch(net):
@@ -1036,7 +621,7 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: in
 def table1(results: list[AttackResult], dataset: str = "digits") -> pd.DataFrame:
     """Table 1's counterpart, one row per ``N`` and rate: TPR and FPR at ``tau_NN`` and TPR at FPR = 0.01 with
     binomial standard errors, beside the paper's values for ``dataset`` (its :data:`PAPER_ROW`: MNIST beside the
-    digits; CelebA beside attacks on the CelebA task, ``run_attack(identity=True)``); and the heads' test accuracy
+    digits; CelebA beside attacks on the CelebA task, ``Attack(N, task="identity")``); and the heads' test accuracy
     beside Table 4's (Table 5's for CelebA)."""
     experiment = PAPER_ROW[validation.choice("dataset", dataset, tuple(PAPER_ROW))]
     if any(r.identity for r in results):
@@ -1072,7 +657,7 @@ def per_class_rates(results: list[AttackResult], fpr: float = 0.01) -> pd.DataFr
 
 
 def table5(results: list[AttackResult]) -> pd.DataFrame:
-    """Table 5's counterpart for attacks on the CelebA task (``run_attack(identity=True)``): per ``N``, the mean and
+    """Table 5's counterpart for attacks on the CelebA task (``Attack(N, task="identity")``): per ``N``, the mean and
     standard deviation over the validation heads of the test accuracy, the classification TPR (the identity's
     held-out images) and TNR (the others'), beside the paper's (5,000 CelebA heads); and the share of heads whose
     training loss reached the restart rule's ``< 0.05`` (:func:`identity_head_scores`)."""
@@ -1080,7 +665,7 @@ def table5(results: list[AttackResult]) -> pd.DataFrame:
     for r in results:
         if not r.identity:
             raise ValueError(f"the run at N = {r.set_size} is not on the CelebA task; allowed: "
-                             "run_attack(..., identity=True)")
+                             "Attack(N, task='identity')")
         paper = PAPER_TABLE5.get(r.set_size, {})
         for rate in ("accuracy", "TPR", "TNR"):
             values = r.head_scores[rate]
@@ -1106,7 +691,7 @@ def identity_scoring(result: AttackResult, pool: Pools) -> pd.DataFrame:
     TPR and FPR at ``tau_NN`` and the TPR at FPR = 0.01 with its binomial standard error (same reconstructions, same
     surrogate draws)."""
     if not result.identity:
-        raise ValueError("identity_scoring needs an attack on the CelebA task (run_attack(..., identity=True))")
+        raise ValueError("identity_scoring needs an attack on the CelebA task (Attack(N, task='identity'))")
     h0, h1 = [], []
     for heads in torch.arange(len(result.val_sets)).split(SCORING_HEADS):
         whole = pool.validation[0][result.val_sets[heads]]
@@ -1160,7 +745,7 @@ def training_curves(results: list[AttackResult]) -> pd.DataFrame:
     for r in results:
         if "validation loss" not in r.history:
             raise ValueError(f"the run at N = {r.set_size} has no validation curves; allowed: runs made with "
-                             "run_attack(..., curves=True)")
+                             "Attack(N, curves=True)")
         frames.append(pd.DataFrame({"N": r.set_size, "steps": r.history["steps"], "training loss": r.history["loss"],
                                     "validation loss": r.history["validation loss"],
                                     "TPR@FPR=0.01": r.history["TPR@FPR=0.01"]}))
@@ -1300,8 +885,9 @@ def dp_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: Attack
              **_rates_row(reference)}]
     shown = {0.0: reconstruction_examples(reference, pool, heads=examples)}
     for sigma in cfg.dp_noise_multipliers:
-        result = run_attack(cfg, pool, extractor, set_size=cfg.dp_set_size, shadow_train=cfg.dp_shadow_train,
-                            noise_multiplier=sigma, steps=cfg.dp_reconstructor_steps, progress=progress)
+        spec = Attack(cfg.dp_set_size, shadow_train=cfg.dp_shadow_train, noise_multiplier=sigma,
+                      steps=cfg.dp_reconstructor_steps)
+        result = run_attack(cfg, pool, extractor, spec, progress=progress)
         rows.append({"noise multiplier": sigma, **epsilons(recipe, sigma), **_rates_row(result)})
         shown[sigma] = reconstruction_examples(result, pool, heads=examples)
     return pd.DataFrame(rows), shown
@@ -1336,11 +922,11 @@ def factor_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: At
     rows = []
     for count in sorted({*cfg.shadow_counts, cfg.shadow_train}):
         result = reference if count == cfg.shadow_train else run_attack(
-            cfg, pool, extractor, set_size=10, shadow_train=count, progress=progress)
+            cfg, pool, extractor, Attack(10, shadow_train=count), progress=progress)
         rows.append({"factor": "shadow heads", "value": count, **_rates_row(result)})
     for std in sorted({*cfg.init_stds, cfg.head_init_std}):
         result = reference if std == cfg.head_init_std else run_attack(
-            cfg, pool, extractor, set_size=10, init_std=std, progress=progress)
+            cfg, pool, extractor, Attack(10, init_std=std), progress=progress)
         rows.append({"factor": "init std", "value": std, **_rates_row(result)})
     return pd.DataFrame(rows)
 
@@ -1356,7 +942,7 @@ def binary_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: At
     paper = lambda rates: {"paper TPR*": rates[0], "paper FPR*": rates[1]}
     rows = [{"heads": "10-class (Table 3)", **_rates_row(reference), **paper(PAPER_TABLE1[experiment][10])}]
     for canonical in cfg.binary_variants:
-        result = run_attack(cfg, pool, extractor, set_size=10, binary=True, canonical=canonical, progress=progress)
+        result = run_attack(cfg, pool, extractor, Attack(10, task="binary", canonical=canonical), progress=progress)
         rows.append({"heads": "binary (Table 6), hidden units ordered" if canonical else "binary (Table 6)",
                      **_rates_row(result), **paper((np.nan, np.nan) if canonical else PAPER_BINARY[experiment])})
     return pd.DataFrame(rows)
@@ -1377,9 +963,9 @@ def variant_sweep(cfg: Settings, pool: Pools, extractor: Extractor, progress: bo
     rows = []
     for change in (None, *changes) if changes else ():
         variant = change if change in TRAINING_VARIANTS else None
-        result = run_attack(cfg, pool, extractor, set_size=10, shadow_train=cfg.variant_shadow_train,
-                            steps=cfg.variant_reconstructor_steps, variant=variant, ood=change == OOD,
-                            progress=progress)
+        spec = Attack(10, shadow_train=cfg.variant_shadow_train, steps=cfg.variant_reconstructor_steps,
+                      variant=variant, ood=change == OOD)
+        result = run_attack(cfg, pool, extractor, spec, progress=progress)
         paper = PAPER_TABLE1[experiment][10][:2] if change is None else PAPER_VARIANTS.get(change, {}).get(
             experiment, (np.nan, np.nan))
         rows.append({"change": "none (Table 3's full-batch SGD)" if change is None else change,
