@@ -37,6 +37,7 @@ __all__ = [
     "fisher_diagonal_bound_eq18", "cramer_rao_bound", "crb_direction", "hcr_linear_optimal",
     "dct2", "idct2", "dct_matrix", "low_frequency", "noise_sigma", "bound_visualisation",
     "algorithm1_linear_closed_form", "HCRResult", "hcr_bound", "float64_copy", "SOLVES", "CODE_ATOL_FACTOR",
+    "linear_piece_extent", "jacobian_rank",
 ]
 
 
