@@ -108,7 +108,9 @@ def _theorem_labels(notebook: Path) -> dict[str, str]:
 def audit(key: str, executed: Path) -> dict:
     """Everything the scorecard asks of one paper chapter, on its notebook executed at any scale: the module's
     claims, a card with one row per claim, every checked verdict decided in the run, every erratum row on the errata
-    page, every link to a label of the chapter, and a row for every theorem-like box of the paper."""
+    page and every row of the chapter's errata table decided by a claim (or said to be decided elsewhere, in
+    ``ERRATA_ELSEWHERE``), every link to a label of the chapter, and a row for every theorem-like box of the
+    paper."""
     module = chapters.chapter(key).module
     claims = module.CLAIMS
     source = ROOT / chapters.chapter(key).notebook
@@ -127,6 +129,11 @@ def audit(key: str, executed: Path) -> dict:
             assert 1 <= row["erratum"] <= rows, f"{where}: erratum {row['erratum']} is not a row of the errata table"
         label = re.search(r"`(?:[^`<]*<)?([\w-]+)>?`", row["link"]).group(1)
         assert label in text, f"{where}: links to {label!r}, which the chapter does not define"
+    decided = {c.erratum for c in claims if c.erratum is not None}
+    elsewhere = module.ERRATA_ELSEWHERE
+    assert decided.isdisjoint(elsewhere) and decided | set(elsewhere) == set(range(1, rows + 1)), (
+        f"{key}: errata rows neither decided by a claim nor said to be decided elsewhere: "
+        f"{sorted(set(range(1, rows + 1)) - decided - set(elsewhere))}")
     linked = " ".join(c.link for c in claims)
     missing = {label: title for label, title in _theorem_labels(source).items() if f"`{label}`" not in linked
                and f"<{label}>`" not in linked}

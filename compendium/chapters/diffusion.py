@@ -733,6 +733,8 @@ def quoted_numbers() -> dict[str, float]:
 # ---------------------------------------------------------------------------------------------------------------
 PAPER = "Huang, Meng et al. (2024)"
 ERRATA_TABLE = "df-errata-table"
+#: Rows of the errata table that no claim of the scorecard decides, and why (none).
+ERRATA_ELSEWHERE: dict[int, str] = {}
 _BOOK_DATA = "8×8 digits and a prior trained here, not 256×256 CelebA-HQ faces and a pretrained face prior"
 _T1_DSG_RAW = PAPER_TABLE1[("DSG", False, TABLE6_VARIANCE)]  # (PSNR, MSE) of the row that contradicts itself
 _T3_BEST = max(PAPER_TABLE3, key=PAPER_TABLE3.get)

@@ -826,6 +826,8 @@ def imagenet_bounds(name: str, kappa: float, cfg: Settings, device, batch: int =
 # ---------------------------------------------------------------------------------------------------------------
 PAPER = "Chaudhuri et al. (2024)"
 ERRATA_TABLE = "hcr-errata-table"
+#: Rows of the errata table that no claim of the scorecard decides, and why (none).
+ERRATA_ELSEWHERE: dict[int, str] = {}
 #: The perturbation sizes ``1/s`` of the paper's figures: the main run and the smaller size (Sec. 3.1-3.3).
 PAPER_DIFFDIVS = {"MNIST": (200.0, 1000.0), "CIFAR-10": (500.0, 1000.0), "ImageNet": (500.0, 1000.0)}
 _GRAY = "scikit-learn's 8×8 digits instead of MNIST"

@@ -522,6 +522,9 @@ def plot_figure6(five: torch.Tensor, tiles: list[torch.Tensor]):
 # ---------------------------------------------------------------------------------------------------------------
 PAPER = "Riess et al. (2025)"
 ERRATA_TABLE = "mte-errata-table"
+#: Rows of the errata table that no claim of the scorecard decides, and why.
+ERRATA_ELSEWHERE = {7: "the authors' code, not the paper: its Edgeworth approximation is checked on the calculator "
+                       "page"}
 #: Figure 1 of the paper: noise multiplier, clipping bound and the large number of rows (ImageNet, N = 224 x 224 x 3)
 PAPER_FIG1_SIGMA, PAPER_FIG1_C, PAPER_FIG1_M = 5e-4, 5000.0, 1000
 #: Figure 2 of the paper: samples of U(0, 1)^dim, their dimension (the caption's) and the rows M

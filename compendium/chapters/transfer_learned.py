@@ -1093,6 +1093,8 @@ def scoring_findings(numbers: dict[str, float]) -> str:
 # ---------------------------------------------------------------------------------------------------------------
 PAPER = "Maciazek and Allison (2025)"
 ERRATA_TABLE = "tl-errata-table"
+#: Rows of the errata table that no claim of the scorecard decides, and why (none).
+ERRATA_ELSEWHERE: dict[int, str] = {}
 #: Table 2's D_Theta, the trained head parameters the reconstructor reads (MNIST, CIFAR-10 and CelebA experiments).
 PAPER_TABLE2_D_THETA = {"MNIST": 2570, "CIFAR": 12810, "CelebA": 8201}
 #: The width of the paper's frozen features (Appendix D.1): VGGtiny's last hidden layer for MNIST, EfficientNet-B0's

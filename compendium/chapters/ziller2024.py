@@ -272,6 +272,16 @@ def figure1_summary(results: pd.DataFrame, theory: pd.DataFrame, x_all: np.ndarr
     return summary, mean_sq_range
 
 
+def pooled_expected_mse(x_all: np.ndarray, summary: pd.DataFrame) -> np.ndarray:
+    """Eq. (4) read as an expectation over the data set, as Proposition 1's proof takes it: ``(1 - E beta)^2
+    E[mean x^2] + C^2 sigma^2`` with the clipping factor averaged over the images, for each ``(C, sigma)`` cell of
+    :func:`figure1_summary` (errata: ``beta`` depends on ``X``, so (4) holds per image only)."""
+    flat = x_all.reshape(len(x_all), -1)
+    norms, second = np.linalg.norm(flat, axis=1), (flat**2).mean(axis=1)
+    beta = np.minimum(1.0, summary.C.to_numpy()[:, None] / norms[None, :]).mean(axis=1)
+    return (1 - beta) ** 2 * second.mean() + (summary.C * summary.sigma).to_numpy() ** 2
+
+
 def figure3_clip_norms(norms) -> tuple[float, float, float, float]:
     """Figure 3 (Section 3.3) and Figures 5-8: four maximum gradient norms for one image at three resolutions of
     norms ``lo < mid < hi``: ``0.1 lo`` (every resolution clipped), ``sqrt(lo mid)`` (only the lowest unclipped),
@@ -510,12 +520,17 @@ def quoted_numbers() -> dict[str, float]:
 # ---------------------------------------------------------------------------------------------------------------
 PAPER = "Ziller et al. (2024)"
 ERRATA_TABLE = "ziller-errata-table"
+#: Rows of the errata table that no claim of the scorecard decides, and why.
+ERRATA_ELSEWHERE = {10: "a wrong cross-reference to a figure: no result to check"}
 _BOOK_DATA = "scikit-image photographs at 32×32 instead of 100 ImageNet images at 224×224"
 
 CLAIMS = (
     Claim("ziller-prop1", "Prop. 1, eqs. (4)–(5)", "theorem",
           "The expected MSE is $(1-\\beta)^2$ times the sample's second moment plus $C^2\\sigma^2$, at least "
           "$C^2\\sigma^2$.", "{prf:ref}`ziller-prop1`", REPRODUCED),
+    Claim("ziller-prop1-proof", "Prop. 1, its proof, eqs. (4) and (21)", "statement",
+          "Eq. (4) holds in expectation over the data $X$, with $(1-\\beta)^2$ taken out of it.",
+          "{numref}`ziller-fig-tightness`", DIFFERS, erratum=7),
     Claim("ziller-prop2", "Prop. 2, eq. (6)", "theorem",
           "$\\mathbb E[\\mathrm{PSNR}]\\le10\\log_{10}(\\mathbb E[R^2]/(C^2\\sigma^2))$.", "{prf:ref}`ziller-prop2`",
           DIFFERS, erratum=1),
