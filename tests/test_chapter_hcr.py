@@ -116,3 +116,10 @@ def test_null_space_and_attacks(tiny):
     mean_guess = err["mean training image"]
     expected = hcr.dct2((releases.mean_image - releases.truth).reshape(6, 2, 1, 8, 8).double().numpy())
     np.testing.assert_allclose(mean_guess, expected, rtol=1e-12)
+
+
+def test_quoted_numbers_solve_the_coding_exercises():
+    numbers = chapter.quoted_numbers()
+    assert numbers["hcr_ex4_pair"] == pytest.approx(1.0) and numbers["hcr_ex4_third"] == pytest.approx(1.0)
+    assert numbers["hcr_ex5_ratio_first"] == pytest.approx(64.0)
+    assert (numbers["hcr_ex5_crb_last"], numbers["hcr_ex5_eq18_last"]) == pytest.approx((2.0, 1.0))

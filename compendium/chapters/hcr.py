@@ -267,6 +267,28 @@ def chi2_check(seed: int, cs=(0.1, 1.0, 2.0), draws: int = 400_000) -> Chi2Check
     return Chi2Check(pd.DataFrame(rows), z, sigma, closed, mc_mean, mc_se)
 
 
+def quoted_numbers() -> dict[str, float]:
+    """The coding exercises' solutions, keyed for ``glue``, each checked here.
+
+    Exercise 4: the feature map ``a = (theta_1 + theta_2, theta_3)`` (a 2 x 3 Jacobian of rank 2) at ``sigma = 1``:
+    :func:`~compendium.bounds.hcr.cramer_rao_bound` on the first pixel is infinite (``e_1`` is not in the row space:
+    no unbiased estimator exists), on the sum of the first two pixels ``sigma^2``, and on the third ``sigma^2``.
+    Exercise 5: the cumulative-sum map of 64 pixels at ``sigma = 1``: the paper's eq. (18)
+    (:func:`~compendium.bounds.hcr.fisher_diagonal_bound_eq18`, ``1 / ||A e_k||^2``) against the Cramér-Rao bound
+    on the first pixel (CRB 1, eq. (18) 1/64: all 64 features see it) and on the last (CRB 2, eq. (18) 1: it is
+    the difference of the last two features).
+    """
+    J = np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    pixel, pair, third = hcr.cramer_rao_bound(J, 1.0, directions=np.array([[1.0, 0, 0], [1, 1, 0], [0, 0, 1]]))
+    assert np.isinf(pixel) and np.isclose(pair, 1.0) and np.isclose(third, 1.0), (pixel, pair, third)
+    A, _ = cumulative_sum_map(64)
+    crb, eq18 = hcr.cramer_rao_bound(A, 1.0), hcr.fisher_diagonal_bound_eq18(A, 1.0)
+    assert np.allclose([crb[0], eq18[0], crb[-1], eq18[-1]], [1.0, 1 / 64, 2.0, 1.0]), (crb, eq18)
+    return {"hcr_ex4_pair": float(pair), "hcr_ex4_third": float(third), "hcr_ex5_crb_first": float(crb[0]),
+            "hcr_ex5_eq18_first": float(eq18[0]), "hcr_ex5_ratio_first": float(crb[0] / eq18[0]),
+            "hcr_ex5_crb_last": float(crb[-1]), "hcr_ex5_eq18_last": float(eq18[-1])}
+
+
 def cumulative_sum_map(p: int = 64):
     """The linear feature map ``a_theta = A theta`` with ``A`` the ``p x p`` lower-triangular ones (a cumulative sum;
     its inverse is the first difference), on ``(b, 8, 8)`` inputs: returns ``(A, batched torch map)``."""
