@@ -320,7 +320,7 @@ def stage_book(executed_dir: Path, stage_dir: Path) -> Path:
     cards = scorecards(executed)
     fill_generated(stage_dir / "book" / "scorecard.md", SCORECARD, scorecard.page(cards))
     fill_generated(stage_dir / "book" / "intro.md", SCORECARD_SUMMARY,
-                   scorecard.summary(cards, scorecard_doc="scorecard"))
+                   scorecard.summary(cards))
     return stage_dir
 
 

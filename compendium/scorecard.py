@@ -224,9 +224,8 @@ def paper_table(card: dict, *, label: str) -> str:
     return "\n".join(lines)
 
 
-def summary(cards: dict[str, dict], *, scorecard_doc: str) -> str:
-    """The intro's summary: per paper the count of each verdict, linked to its table on the scorecard page
-    ``scorecard_doc``."""
+def summary(cards: dict[str, dict]) -> str:
+    """The intro's summary: per paper the count of each verdict, linked to its section of the scorecard page."""
     lines = ["| Paper | " + " | ".join(VERDICTS) + " |", "|---|" + "---|" * len(VERDICTS)]
     for key, card in cards.items():
         c = counts(card)

@@ -74,7 +74,7 @@ def test_page_and_summary_show_every_row_with_its_verdict_and_link():
     assert "**reproduced**: the evidence of erratum 3 of {numref}`Table %s <a-errata-table>` did not show" in page
     assert "**reproduced in shape**: it rises" in page and "**not reproduced here**: needs a GPU" in page
     assert page.count("{prf:ref}`the box <a-prop") == 2 and "{numref}`Figure %s <a-fig>`" in page
-    summary = scorecard.summary(cards, scorecard_doc="scorecard")
+    summary = scorecard.summary(cards)
     assert summary.splitlines()[2] == "| {ref}`Paper A <scorecard-a>` | 2 | 1 | 0 | 1 | 0 |"
 
 
