@@ -48,6 +48,8 @@ TIERS = (("same", 1e-3), ("close", 5e-2))
 #: Below this magnitude a number is a round-off residual (a gap of 1e-15, a check's 1e-12): differences between two
 #: such numbers count as the same.
 RESIDUAL = 1e-8
+#: The error of a chapter still running at ``--deadline``.
+DEADLINE_ERROR = "ended at the check's deadline"
 NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
 
 
@@ -348,7 +350,7 @@ def execute_all(keys: list[str], scale: str, device: str, jobs: int, out_dir: Pa
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
-                error = "ended at the check's deadline"
+                error = DEADLINE_ERROR
             else:
                 error = None if process.returncode == 0 else _last_error(out_dir / f"{key}.log")
             done[key] = {"wall_s": time.perf_counter() - started, "error": error}
@@ -407,21 +409,26 @@ def _relative(a: float, b: float) -> float:
 def compare(reference: dict[str, list[float]], new: dict[str, list[float]]) -> dict:
     """Number by number, the tiers of :data:`TIERS` (``"same"``, ``"close"``, ``"differs"``) of the headline numbers
     present in both runs; keys whose count of numbers differs are ``"unmatched"``.  Returns the counts, the largest
-    relative difference and where it is."""
+    relative difference and where it is, and the keys with a number that differs or is unmatched."""
     counts = {name: 0 for name, _ in TIERS} | {"differs": 0, "unmatched": 0}
+    differing: set[str] = set()
     worst = (0.0, None)
     for key in sorted(reference.keys() & new.keys()):
         a, b = reference[key], new[key]
         if len(a) != len(b):
             counts["unmatched"] += 1
+            differing.add(key)
             continue
         for i, (x, y) in enumerate(zip(a, b)):
             rel = _relative(x, y)
-            counts[next((name for name, bound in TIERS if rel <= bound), "differs")] += 1
+            tier = next((name for name, bound in TIERS if rel <= bound), "differs")
+            counts[tier] += 1
+            if tier == "differs":
+                differing.add(key)
             if rel > worst[0]:
                 worst = (rel, f"{key}[{i}]: {x:g} (CPU) vs {y:g}")
     counts["missing"] = len(reference.keys() ^ new.keys())
-    return {"counts": counts, "max_rel": worst[0], "worst": worst[1]}
+    return {"counts": counts, "max_rel": worst[0], "worst": worst[1], "differing": sorted(differing)}
 
 
 def chapters_run(keys: list[str], scale: str, device: str, jobs: int, out_dir: Path, reference: Path | None,
@@ -435,12 +442,18 @@ def chapters_run(keys: list[str], scale: str, device: str, jobs: int, out_dir: P
 
 
 def attach_results(row: dict, executed_dir: Path, reference: Path | None) -> None:
-    """Adds to a chapter's row its papermill time, and either its comparison with ``reference``'s notebook (time,
-    device, :func:`compare`) or, when it failed, the failing cell's traceback."""
+    """Adds to a chapter's row its papermill time and the reference's, and either its comparison with
+    ``reference``'s notebook (device, :func:`compare`, the scorecard verdicts of :func:`verdicts`) or, when it
+    failed, the failing cell's traceback."""
     from compendium import chapters
 
     notebook = chapters.chapter(row["chapter"]).notebook
     executed = executed_dir / notebook
+    ref_file = reference / notebook if reference is not None else None
+    ref = json.loads(ref_file.read_text()) if ref_file is not None and ref_file.is_file() else None
+    if ref is not None:
+        row["reference_seconds"] = notebook_seconds(ref)
+        row["reference_parameters"] = ref.get("metadata", {}).get("compendium", {}).get("parameters")
     if not executed.is_file():
         failed = executed.with_name(f"{executed.stem}.failed.ipynb")
         if failed.is_file():
@@ -448,23 +461,36 @@ def attach_results(row: dict, executed_dir: Path, reference: Path | None) -> Non
         return
     nb = json.loads(executed.read_text())
     row["seconds"] = notebook_seconds(nb)
-    ref_file = reference / notebook if reference is not None else None
-    if ref_file is not None and ref_file.is_file():
-        ref = json.loads(ref_file.read_text())
-        row["reference_seconds"] = notebook_seconds(ref)
-        row["reference_parameters"] = ref.get("metadata", {}).get("compendium", {}).get("parameters")
-        row["comparison"] = compare(headline_numbers(ref), headline_numbers(nb))
+    if ref is not None:
+        row["comparison"] = compare(headline_numbers(ref), headline_numbers(nb)) | verdicts(ref_file, executed)
 
 
-def recompare(run: Path, reference: Path) -> dict:
-    """A finished run's report (``run/gpu_check.json`` with ``run/executed.tar.gz``) with every chapter compared
-    afresh with ``reference``: for a run made where the reference notebooks were not at hand."""
-    report = json.loads((run / "gpu_check.json").read_text())
-    with tempfile.TemporaryDirectory() as tmp:
-        with tarfile.open(run / "executed.tar.gz") as tar:
-            tar.extractall(tmp, filter="data")
-        for row in report.get("chapters", []):
-            attach_results(row, Path(tmp) / "executed", reference)
+def verdicts(reference: Path, executed: Path) -> dict:
+    """The scorecard verdicts (:mod:`compendium.scorecard`) of two executions of a chapter: how many claims got the
+    same verdict, and the keys of those whose verdict flipped.  Empty for a chapter without a scorecard."""
+    from compendium import scorecard
+
+    cards = scorecard.read_card(reference), scorecard.read_card(executed)
+    if None in cards:
+        return {}
+    pairs = [(a["key"], a["verdict"], b["verdict"]) for a, b in zip(cards[0]["rows"], cards[1]["rows"], strict=True)]
+    return {"verdicts_same": sum(a == b for _, a, b in pairs), "verdicts_flipped": [k for k, a, b in pairs if a != b]}
+
+
+def recompare(runs: list[Path], reference: Path) -> dict:
+    """The report of finished runs (each ``run/gpu_check.json`` with ``run/executed.tar.gz``) with every chapter
+    compared afresh with ``reference``: for runs made where the reference notebooks were not at hand.  The first run
+    gives the report; a chapter of a later run (say, one rerun alone after a deadline) replaces its row."""
+    report = json.loads((runs[0] / "gpu_check.json").read_text())
+    rows = {}
+    for run in runs:
+        with tempfile.TemporaryDirectory() as tmp:
+            with tarfile.open(run / "executed.tar.gz") as tar:
+                tar.extractall(tmp, filter="data")
+            for row in json.loads((run / "gpu_check.json").read_text()).get("chapters", []):
+                attach_results(row, Path(tmp) / "executed", reference)
+                rows[row["chapter"]] = row | {"run": run.name}
+    report["chapters"] = list(rows.values())
     return report
 
 
@@ -497,7 +523,9 @@ def table(report: dict) -> str:
         ratio = f"{cpu / gpu:.1f}" if cpu and gpu else "-"
         comp = row.get("comparison")
         counts = (f"{comp['counts']['same']}/{comp['counts']['close']}/{comp['counts']['differs']}/"
-                  f"{comp['counts']['unmatched']}, max rel {comp['max_rel']:.1e}") if comp else "-"
+                  f"{comp['counts']['unmatched']}, max rel {comp['max_rel']:.1e}"
+                  f"{', verdicts flipped: %d' % len(comp['verdicts_flipped']) if 'verdicts_flipped' in comp else ''}"
+                  ) if comp else "-"
         status = f"FAILED: {row['error'][:60]}" if row.get("error") else counts
         lines.append(f"{row['chapter']:<18}{cpu or float('nan'):>9.0f}{gpu or float('nan'):>9.0f}{ratio:>8}  {status}")
     lines += ["", f"{'paper-size item':<66}{'per step':>12}{'total h':>10}{'paper h':>9}"]
@@ -512,10 +540,9 @@ def table(report: dict) -> str:
 
 def duration(seconds: float) -> str:
     """``seconds`` in the unit a reader takes in at a glance: µs, ms, s below 2 min, min below 2 h, h above."""
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:.2g} µs"
     if seconds < 1:
-        return f"{seconds * 1e3:.2g} ms"
+        value, unit = (seconds * 1e6, "µs") if seconds < 1e-3 else (seconds * 1e3, "ms")
+        return f"{value:.2g} {unit}" if value < 10 else f"{value:.0f} {unit}"
     if seconds < 120:
         return f"{seconds:.2g} s" if seconds < 10 else f"{seconds:.0f} s"
     if seconds < 7200:
@@ -532,17 +559,24 @@ def markdown(report: dict) -> str:
     each chapter's time on the CPU and on the GPU with its headline numbers' agreement, and the paper-size items."""
     lines = [MARKDOWN_START, "", f"Measured on one {report['device']} (torch {report['torch']}, Python "
              f"{report['python']}), chapters at `{report['scale']}` scale.", "",
-             "| Chapter | 2 CPU cores | the GPU | CPU / GPU | headline numbers: same / close / differ |",
-             "|---|---|---|---|---|"]
+             "| Chapter | 2 CPU cores | the GPU | CPU / GPU | headline numbers: same / close / differ | "
+             "scorecard verdicts: same / flipped |", "|---|---|---|---|---|---|"]
     for row in report["chapters"]:
+        cpu = duration(row["reference_seconds"]) if row.get("reference_seconds") else ""
         comp = row.get("comparison")
+        if row.get("error") == DEADLINE_ERROR:
+            lines.append(f"| `{row['chapter']}` | {cpu} | > {duration(row['wall_s'])} | | not finished: "
+                         f"{row['error']} | |")
+            continue
         if row.get("error") or comp is None:
-            lines.append(f"| `{row['chapter']}` | | | | failed: {row.get('error')} |")
+            lines.append(f"| `{row['chapter']}` | {cpu} | | | failed: {row.get('error')} | |")
             continue
         counts = comp["counts"]
-        lines.append(f"| `{row['chapter']}` | {duration(row['reference_seconds'])} | {duration(row['seconds'])} | "
+        verdicts = (f"{comp['verdicts_same']} / {len(comp['verdicts_flipped'])}" if "verdicts_same" in comp
+                    else "no scorecard")
+        lines.append(f"| `{row['chapter']}` | {cpu} | {duration(row['seconds'])} | "
                      f"×{row['reference_seconds'] / row['seconds']:.1f} | {counts['same']} / {counts['close']} / "
-                     f"{counts['differs'] + counts['unmatched']} |")
+                     f"{counts['differs'] + counts['unmatched']} | {verdicts} |")
     lines += ["", "| Paper-size work (synthetic inputs, random weights) | per step on the GPU | extrapolated | "
               "the paper's own figure |", "|---|---|---|---|"]
     for row in report["paper_sizes"]:
@@ -558,8 +592,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="folder for gpu_check.json and executed.tar.gz")
     parser.add_argument("--markdown", type=Path, default=None, metavar="JSON",
                         help="run nothing: print the reproduce page's tables of a finished run's report")
-    parser.add_argument("--recompare", type=Path, default=None, metavar="RUN",
-                        help="run nothing: compare the finished run in folder RUN with --reference, write to --out")
+    parser.add_argument("--recompare", type=Path, nargs="+", default=None, metavar="RUN",
+                        help="run nothing: compare the finished runs in folders RUN with --reference, write to "
+                             "--out; a later run's chapter replaces an earlier one's")
     parser.add_argument("--device", default="cuda", help="torch device of the chapters and items (default cuda)")
     parser.add_argument("--scale", default="book", choices=("ci", "book"), help="chapters' scale; ci: toy items too")
     parser.add_argument("--wheels", type=Path, default=None, help="install the package from these wheels first")

@@ -75,6 +75,7 @@ def test_compare_sorts_numbers_into_tiers():
     assert result["counts"] == {"same": 4, "close": 1, "differs": 1, "unmatched": 1, "missing": 2}
     assert result["max_rel"] == pytest.approx(50 / 150)
     assert result["worst"].startswith("a[2]: 100 (CPU) vs 150")
+    assert result["differing"] == ["a", "b"]
 
 
 def test_check_refuses_an_output_folder_inside_the_repository(capsys):
@@ -104,25 +105,44 @@ def test_check_runs_end_to_end_on_the_cpu_at_ci_scale(tmp_path, executed_noteboo
     counts = row["comparison"]["counts"]
     assert counts["same"] > 10 and counts["close"] == counts["differs"] == counts["unmatched"] == 0
     assert counts["missing"] == 0
-    again = gpu_check.recompare(out, reference)
+    assert row["comparison"]["verdicts_flipped"] == [] and row["comparison"]["verdicts_same"] == 31
+    again = gpu_check.recompare([out], reference)
     assert again["chapters"][0]["comparison"] == row["comparison"]
     table = gpu_check.table(report)
     assert "mean_to_extreme" in table and "HCR: one ImageNet bound" in table
 
 
+def test_markdown_shows_a_chapter_ended_at_the_deadline_as_a_lower_bound():
+    report = {"device": "GPU", "torch": "2", "python": "3", "scale": "book", "paper_sizes": [], "chapters": [
+        {"chapter": "hcr", "error": gpu_check.DEADLINE_ERROR, "wall_s": 312.0, "reference_seconds": 541.0},
+        {"chapter": "calculator", "error": None, "seconds": 91.0, "reference_seconds": 49.0,
+         "comparison": {"counts": {"same": 157, "close": 0, "differs": 0, "unmatched": 0}}}]}
+    text = gpu_check.markdown(report)
+    assert "| `hcr` | 9 min | > 5 min | | not finished: ended at the check's deadline | |" in text
+    assert "| `calculator` | 49 s | 91 s | ×0.5 | 157 / 0 / 0 | no scorecard |" in text
+
+
 def test_reproduce_page_shows_the_committed_gpu_run_and_what_it_says_holds():
     """The reproduce page's GPU tables are generated from benchmarks/results/gpu_check.json, and the page's reading of
-    them (every chapter ran; diffusion and the calculator agree number for number; the heads take seconds against
-    the authors' hours; the reconstructor beats the V100; the HCR total is a lower bound) holds for that run."""
-    from compendium import chapters
+    them (every chapter but transfer learning finished, which reached the deadline; no scorecard verdict flipped; the
+    calculator agrees number for number; the heads take seconds against the authors' hours; the reconstructor beats
+    the V100; the HCR total is a lower bound) holds for that run."""
+    from compendium import chapters, scorecard
 
     report = json.loads((ROOT / "benchmarks" / "results" / "gpu_check.json").read_text())
     assert gpu_check.markdown(report) in (ROOT / "book" / "reproduce.md").read_text()
     rows = {row["chapter"]: row for row in report["chapters"]}
-    assert set(rows) == set(chapters.registry()) and all(row["error"] is None for row in rows.values())
-    for key in ("diffusion", "calculator"):
-        counts = rows[key]["comparison"]["counts"]
-        assert counts["differs"] == counts["unmatched"] == counts["missing"] == 0 < counts["same"]
+    assert set(rows) == set(chapters.registry())
+    assert {key: row["error"] for key, row in rows.items() if row["error"]} == {
+        "transfer_learned": gpu_check.DEADLINE_ERROR}
+    finished = [row["comparison"] for row in rows.values() if not row["error"]]
+    assert all(comp["verdicts_flipped"] == [] for comp in finished if "verdicts_same" in comp)
+    assert sum("verdicts_same" in comp for comp in finished) == 4
+    moved = {key for key in rows["diffusion"]["comparison"]["differing"]
+             if not key.startswith(("glue:df_gap_", "glue:df_rate_top_gain"))}
+    assert moved <= {"glue:df_rv_rho_scaled", "glue:df_prior_seconds", f"glue:{scorecard.GLUE_KEY}"}, moved
+    counts = rows["calculator"]["comparison"]["counts"]
+    assert counts["differs"] == counts["unmatched"] == counts["missing"] == counts["close"] == 0 < counts["same"]
     items = {row["item"]: row for row in report["paper_sizes"]}
     heads = [row for item, row in items.items() if "training heads" in item]
     assert len(heads) == 2 and all(row["hours"] * 3600 < 60 and row["paper_hours"] >= 1 for row in heads)
