@@ -224,6 +224,27 @@ def paper_table(card: dict, *, label: str) -> str:
     return "\n".join(lines)
 
 
+def errata_checks(card: dict, *, elsewhere: dict[int, str]) -> str:
+    """The errata page's list under a paper's errata table: for every row, the verdict and the finding of the claim
+    that decides it in this build (with its link), or why no claim does (``elsewhere``, the chapter module's
+    ``ERRATA_ELSEWHERE``).  A row whose evidence did not show in this build says so."""
+    decided: dict[int, list[dict]] = {}
+    for row in card["rows"]:
+        if row["erratum"] is not None:
+            decided.setdefault(row["erratum"], []).append(row)
+    lines = ["What this build's checks found, row by row (the {doc}`scorecard <scorecard>` lists every result):", ""]
+    for number in sorted({*decided, *elsewhere}):
+        if number not in decided:
+            lines.append(f"- Row {number}: no check decides it: {elsewhere[number]}.")
+            continue
+        for row in decided[number]:
+            shown = "" if row["verdict"] == DIFFERS else " (the evidence of this row did not show in this build)"
+            found = f": {_cell(row['found'])}" if row["found"] else ""
+            lines.append(f"- Row {number}, {_cell(row['where'])}: **{row['verdict']}**{shown}{found}. Decided in "
+                         f"{_link(row['link'])}.")
+    return "\n".join(lines)
+
+
 def summary(cards: dict[str, dict]) -> str:
     """The intro's summary: per paper the count of each verdict, linked to its section of the scorecard page."""
     lines = ["| Paper | " + " | ".join(VERDICTS) + " |", "|---|" + "---|" * len(VERDICTS)]

@@ -76,6 +76,10 @@ def test_page_and_summary_show_every_row_with_its_verdict_and_link():
     assert page.count("{prf:ref}`the box <a-prop") == 2 and "{numref}`Figure %s <a-fig>`" in page
     summary = scorecard.summary(cards)
     assert summary.splitlines()[2] == "| {ref}`Paper A <scorecard-a>` | 2 | 1 | 0 | 1 | 0 |"
+    checks = scorecard.errata_checks(cards["a"], elsewhere={1: "a wrong cross-reference"})
+    assert "- Row 1: no check decides it: a wrong cross-reference." in checks
+    assert ("- Row 3, Prop. 2: **reproduced** (the evidence of this row did not show in this build): within 1 SE. "
+            "Decided in {prf:ref}`the box <a-prop2>`.") in checks
 
 
 def _errata_rows(label: str) -> int:
@@ -159,4 +163,6 @@ def test_the_build_writes_the_scorecard_and_the_intro_summary(executed_notebooks
     intro = (stage / "book" / "intro.md").read_text()
     for key in PAPER_CHAPTERS:
         assert f"(scorecard-{key})=" in page and f"<scorecard-{key}>`" in intro
-    assert "filled in by the build" not in page + intro
+    errata = (stage / "book" / "errata.md").read_text()
+    assert errata.count("What this build's checks found, row by row") == len(PAPER_CHAPTERS)
+    assert "filled in by the build" not in page + intro + errata

@@ -192,12 +192,16 @@ SHARD_BYTES = 1 << 30  # ... and at most 1 GB of gathered features (N x F x 4 B 
 DP_SAMPLE_RATE = 0.5  # what the authors' code runs (see HeadRecipe.dp_steps); the paper states (N - 1) / N
 
 
+def code_epsilon(recipe: HeadRecipe, noise_multiplier: float, accountant: str = "prv") -> float:
+    """epsilon at ``delta = N^-1.1`` of the DP-SGD the code runs (q = 1/2, T = 2 n_E) from opacus' ``accountant``."""
+    return dp.epsilon(noise_multiplier, recipe.dp_steps, recipe.delta, DP_SAMPLE_RATE, accountant)
+
+
 def epsilons(recipe: HeadRecipe, noise_multiplier: float) -> dict[str, float]:
-    """epsilon at ``delta = N^-1.1`` of the DP-SGD the code runs (q = 1/2, T = 2 n_E) from opacus' PRV and RDP
-    accountants, and the PRV value under the paper's stated rate ``q = (N - 1)/N`` with ``T = n_E``."""
+    """:func:`code_epsilon` from opacus' PRV and RDP accountants, and the PRV value under the paper's stated rate
+    ``q = (N - 1)/N`` with ``T = n_E``."""
     n = recipe.set_size
-    return {"eps_prv": dp.epsilon(noise_multiplier, recipe.dp_steps, recipe.delta, DP_SAMPLE_RATE, "prv"),
-            "eps_rdp": dp.epsilon(noise_multiplier, recipe.dp_steps, recipe.delta, DP_SAMPLE_RATE, "rdp"),
+    return {"eps_prv": code_epsilon(recipe, noise_multiplier), "eps_rdp": code_epsilon(recipe, noise_multiplier, "rdp"),
             "eps_prv_stated_q": dp.epsilon(noise_multiplier, recipe.epochs, recipe.delta, (n - 1) / n, "prv")}
 
 

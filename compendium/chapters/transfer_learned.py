@@ -46,6 +46,7 @@ from compendium.attacks.transfer_heads import (
     AttackResult,
     HeadRecipe,
     compared_images,
+    code_epsilon,
     epsilons,
     head_accuracy,
     identity_head_scores,
@@ -1029,7 +1030,7 @@ def quoted_numbers() -> dict[str, float]:
     below = max((s for s, eps in table.items() if eps <= target), key=lambda s: table[s])
     above = min((s for s, eps in table.items() if eps >= target), key=lambda s: table[s])
     # the README's two entries bracket the root (more noise, smaller epsilon)
-    sigma = optimize.brentq(lambda s: epsilons(recipe, s)["eps_prv"] - target, above, below, xtol=1e-3)
+    sigma = optimize.brentq(lambda s: code_epsilon(recipe, s) - target, above, below, xtol=1e-3)
     stated = epsilons(recipe, sigma)["eps_prv_stated_q"]
     return numbers | {"tl_ex3_sigma": sigma, "tl_ex3_eps_stated": stated, "tl_ex3_excess": stated / target - 1,
                       "tl_ex3_readme_sigma_low": below, "tl_ex3_readme_eps_low": float(table[below]),
