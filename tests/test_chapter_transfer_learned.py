@@ -520,7 +520,7 @@ def test_identity_attack_scores_the_identitys_images(tiny_attack, monkeypatch):
     assert table5["paper mean"].iloc[:3].tolist() == [0.914, 0.434, 0.967]
     assert table5["mean"].iloc[1] == pytest.approx(float(scores["TPR"].mean()))
     scoring = chapter.identity_scoring(result, pool).set_index("compared with")
-    monkeypatch.setattr(chapter, "SCORING_HEADS", 5)  # the sets' images gathered 5 heads at a time: the same table
+    monkeypatch.setattr(chapter.results, "SCORING_HEADS", 5)  # 5 heads at a time: the same table
     pd.testing.assert_frame_equal(chapter.identity_scoring(result, pool).set_index("compared with"), scoring)
     code, printed = scoring.iloc[0], scoring.iloc[1]
     assert code["TPR*"] == result.summary()["TPR*"]

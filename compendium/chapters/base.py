@@ -1,7 +1,8 @@
 """What every chapter module shares: the named scales, the chapter registry and the resolution of settings.
 
 A chapter is registered in one place, the book's table of contents: every ``notebooks/<key>`` entry of ``_toc.yml``
-is a chapter, and its settings and pipelines live in the module ``compendium.chapters.<key>``, which defines
+is a chapter, and its settings and pipelines live in the module ``compendium.chapters.<key>`` (a module, or a
+package whose ``__init__`` holds ``TITLE`` and imports its modules' names), which defines
 
 * ``TITLE``: the chapter's title;
 * ``SCALES``: ``{"ci": {...}, "book": {...}, "paper": {...}}``, the values of every setting at each scale;
@@ -87,10 +88,11 @@ def registry() -> dict[str, Chapter]:
     out = {}
     for file in _toc_notebooks(toc):
         key = file.removeprefix("notebooks/").removesuffix(".ipynb")
-        source = Path(__file__).with_name(f"{key}.py")
+        module, package = Path(__file__).with_name(f"{key}.py"), Path(__file__).with_name(key) / "__init__.py"
+        source = module if module.exists() else package
         if not source.exists():
-            raise RuntimeError(f"_toc.yml lists {file}, but compendium/chapters/{key}.py does not exist; every "
-                               "chapter needs its settings module")
+            raise RuntimeError(f"_toc.yml lists {file}, but compendium/chapters/{key}.py does not exist (nor the "
+                               f"package compendium/chapters/{key}/); every chapter needs its settings module")
         out[key] = Chapter(key, f"notebooks/{key}.ipynb", _title(source))
     return out
 

@@ -1,0 +1,413 @@
+"""The transfer-learning chapter's experiments: the data pools and the feature extractor, one attack
+(:func:`run_attack`, Algorithms 1 and 3 with the reconstructor of Section 3.1) and the sweeps of Sections 3.2 and 4
+that re-run it, and the privacy accounting of the authors' README."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import os
+import time
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm import tqdm
+
+from compendium import data, metrics, models, train, validation
+from compendium.attacks import shadow_reconstructor as attack
+from compendium.attacks.transfer_heads import (
+    NUM_CLASSES,
+    TRAINING_VARIANTS,
+    Attack,
+    AttackResult,
+    HeadRecipe,
+    compared_images,
+    epsilons,
+    head_accuracy,
+    identity_head_scores,
+    shadow_heads,
+)
+from compendium.base import in_repository, resolve_device
+from compendium.chapters.transfer_learned.results import reconstruction_examples
+from compendium.chapters.transfer_learned.settings import (
+    OOD,
+    PAPER_BINARY,
+    PAPER_README_EPSILONS,
+    PAPER_ROW,
+    PAPER_TABLE1,
+    PAPER_VARIANTS,
+    POOL_SIZES,
+    Settings,
+)
+from compendium.data import Pools
+from compendium.models.extractors import Extractor, vggtiny_checkpoint
+
+
+def readme_accounting(entries: int = 5) -> pd.DataFrame:
+    """The first ``entries`` of each table of the authors' README (:data:`PAPER_README_EPSILONS`, the largest noise
+    first) beside :func:`epsilons` of the same noise multiplier under its dataset's recipe (Table 3's epochs): one
+    row per entry."""
+    validation.choice("entries", entries, (1, 2, 3, 4, 5))
+    return pd.DataFrame([{"data": PAPER_ROW[dataset], "N": n, "noise multiplier": sigma, "repository ε": eps,
+                          **epsilons(HeadRecipe.of(dataset, n), sigma)}
+                         for (dataset, n), table in PAPER_README_EPSILONS.items()
+                         for sigma, eps in list(table.items())[:entries]])
+
+
+def pools(cfg: Settings) -> Pools:
+    """The chapter's three disjoint pools, images in [-1, 1] (the paper's ``X / 127.5 - 1``).
+
+    * ``digits``: scikit-learn's digits, permuted by ``numpy.random.default_rng(cfg.seed)`` and cut into 500 / 800 /
+      497 images (the 0-16 gray levels ``X`` to ``X / 8 - 1``);
+    * ``mnist``: EMNIST letters (train split, 26 classes) / MNIST train / MNIST test, resized to 32x32 (bilinear,
+      antialiased, as the authors' ``Resize(32, antialias=True)``);
+    * ``cifar10``: CIFAR-100 train (100 classes) / CIFAR-10 train / CIFAR-10 test.
+
+    The paper's data are read from ``cfg.data_dir``; a missing file raises ``FileNotFoundError`` saying what to put
+    where."""
+    if cfg.dataset == "digits":
+        x, y = data.digits("all")
+        perm = torch.from_numpy(np.random.default_rng(cfg.seed).permutation(len(y)))
+        x, y = 2 * x[perm] - 1, y[perm]
+        a, b = POOL_SIZES["pretrain"], POOL_SIZES["pretrain"] + POOL_SIZES["train"]
+        return Pools((x[:a], y[:a]), (x[a:b], y[a:b]), (x[b:], y[b:]))
+    root = in_repository(cfg.data_dir)
+    if cfg.dataset == "mnist":
+        def mnist32(x):
+            return 2 * torch.nn.functional.interpolate(x, size=32, mode="bilinear", antialias=True) - 1
+
+        pretrain = data.emnist_letters(root / "emnist", "train")
+        train_split, test_split = data.mnist(root / "mnist", "train"), data.mnist(root / "mnist", "test")
+        return Pools(*((mnist32(x), y) for x, y in (pretrain, train_split, test_split)))
+    pretrain = data.cifar100(root / "cifar100", "train")
+    train_split, test_split = data.cifar10(root / "cifar10", "train"), data.cifar10(root / "cifar10", "test")
+    return Pools(*((2 * x - 1, y) for x, y in (pretrain, train_split, test_split)))
+
+
+def feature_extractor(cfg: Settings, pool: Pools, progress: bool = False) -> Extractor:
+    """The "pre-trained base" (Appendix D.1).
+
+    * ``digits``: an MLP (64 -> F -> F -> 10, ReLU) trained with AdamW on the pre-training pool only; its post-ReLU
+      penultimate layer is the ``F``-dimensional deep feature;
+    * ``mnist``: the paper's VGGtiny trained on EMNIST letters (Adam, lr 1e-4, batches of 256, ``cfg.extractor_epochs``
+      epochs; the authors' random-affine augmentation is left out), or loaded from the authors'
+      ``VGGtiny_classifier_EMNIST_50EP.pth`` given as ``cfg.extractor_checkpoint``; 256 features;
+    * ``cifar10``: TorchVision's EfficientNet-B0, with the authors' CIFAR-100 fine-tuned weights when
+      ``cfg.extractor_checkpoint`` is given (ImageNet weights otherwise), on the paper's 224x224 input; 1280 features.
+    """
+    device = resolve_device(cfg.device)
+
+    def seeded() -> torch.Generator:  # the initial weights and the batches each from a generator seeded cfg.seed
+        return torch.Generator().manual_seed(cfg.seed)
+
+    start = time.perf_counter()
+    if cfg.dataset == "cifar10":
+        checkpoint = None if cfg.extractor_checkpoint is None else in_repository(cfg.extractor_checkpoint)
+        model = models.transfer_extractor("efficientnet_b0", checkpoint=checkpoint, device=device)
+        transform = models.transfer_transform("efficientnet_b0")
+        return Extractor(model, math.nan, time.perf_counter() - start, lambda x: transform((x + 1) / 2), 256,
+                         whole_model=True)
+    if cfg.dataset == "mnist":
+        model = models.VGGTiny(num_classes=26, generator=seeded())
+        if cfg.extractor_checkpoint is None:
+            train.train_classifier(model, pool.pretrain, cfg.extractor_epochs, lr=1e-4, optimizer="adam",
+                                   batch_size=256, generator=seeded(), device=cfg.device, progress=progress)
+        else:
+            model.load_authors_state_dict(vggtiny_checkpoint(cfg.extractor_checkpoint))
+        model.to(device).eval().requires_grad_(False)
+        return Extractor(model, math.nan, time.perf_counter() - start)  # letters, not digits: no head accuracy
+    model = models.MnistMLP(1, 8, NUM_CLASSES, hidden=cfg.extractor_hidden, generator=seeded())
+    train.train_classifier(model, pool.pretrain, cfg.extractor_epochs, generator=seeded(), device=cfg.device,
+                           progress=progress)
+    seconds = time.perf_counter() - start
+    model.eval().requires_grad_(False)
+    accuracy = train.accuracy(model, pool.validation[0].to(device), pool.validation[1].to(device))
+    return Extractor(model, accuracy, seconds)
+
+
+#: CelebA's faces are reconstructed at 64 x 64 (Section 3.1); its photos are read this many at a time.
+CELEBA_RESOLUTION, CELEBA_BATCH = 64, 256
+
+
+#: CelebA's splits of the adversary's and the victims' pools (Section 3.1, the authors' code).
+CELEBA_POOLS = ("train+valid", "test")
+
+
+def celeba_data(cfg: Settings, progress: bool = False) -> tuple[Pools, Extractor]:
+    """The CelebA experiment's pools and extractor (Section 3.1, Appendix D): the adversary draws its shadow sets
+    from the ``"train+valid"`` split (182,637 photos), the victims' sets come from ``"test"`` (19,962), the labels
+    are the identities (read from ``cfg.data_dir/celeba``; a missing photo, annotation file or checkpoint raises
+    ``FileNotFoundError`` before any work).  The extractor is TorchVision's WideResNet-50-2 with the authors'
+    CelebA-attribute weights (``cfg.identity_checkpoint``; ImageNet's otherwise), 2,048 features of the 224 x 224
+    crop, and the targets that crop at 64 x 64 (:func:`compendium.data.celeba_crops`): each photo is read once, its
+    features computed on ``cfg.device`` and only its face kept, the training faces as uint8 (2.2 GB; 9 GB as
+    float32), the validation faces in [-1, 1].  There is no pre-training pool: the extractor comes trained.
+
+    The faces and features are saved to ``cfg.data_dir/celeba/compendium-<weights>.pt`` (about 4 GB) and read from
+    there while the photos' names are the same, as the authors precompute theirs: features recomputed on another GPU
+    could differ in their last bits, and a stored run of shadow heads (:func:`run_attack`) is tied to exact ones."""
+    root = in_repository(cfg.data_dir) / "celeba"
+    splits = [data.celeba_identities(root, split) for split in CELEBA_POOLS]
+    device = resolve_device(cfg.device)
+    start = time.perf_counter()
+    checkpoint = None if cfg.identity_checkpoint is None else in_repository(cfg.identity_checkpoint)
+    model = models.transfer_extractor("wide_resnet50_2", checkpoint=checkpoint, device=device)
+    mean, std = (torch.tensor(v, device=device).view(1, 3, 1, 1) for v in models.IMAGENET_NORMALIZATION)
+    extractor = Extractor(model, math.nan, 0.0, lambda x: ((x + 1) / 2 - mean) / std, CELEBA_BATCH,
+                          whole_model=True)  # its input: the 224 x 224 crops in [-1, 1]
+    cache = root / f"compendium-{'imagenet' if checkpoint is None else checkpoint.stem}.pt"
+    names = [[f.name for f in files] for files, _ in splits]
+    stored = torch.load(cache, weights_only=True) if cache.is_file() else {}
+    if stored.get("names") != names:
+        stored = {"names": names, "faces": [], "features": []}
+        for files, _ in splits:
+            faces, feats = [], []
+            batches = data.celeba_batches(files, resolution=CELEBA_RESOLUTION, batch_size=CELEBA_BATCH,
+                                          workers=0 if device.type == "cpu" else min(8, os.cpu_count() or 1))
+            for crops, face in tqdm(batches, desc="CelebA photos", unit="batch", disable=not progress):
+                feats.append(extractor.features(attack.signed_unit(crops)))
+                faces.append(face)
+            stored["faces"].append(torch.cat(faces))
+            stored["features"].append(torch.cat(feats))
+        torch.save(stored, cache.with_suffix(".partial"))
+        cache.with_suffix(".partial").replace(cache)  # never a half-written file under the cache's name
+    extractor.seconds = time.perf_counter() - start
+    (train_faces, val_faces), ((_, train_ids), (_, val_ids)) = stored["faces"], splits
+    empty = (torch.empty(0, 3, CELEBA_RESOLUTION, CELEBA_RESOLUTION), torch.empty(0, dtype=torch.int64))
+    return Pools(empty, (train_faces, train_ids), (attack.signed_unit(val_faces), val_ids),
+                 features=tuple(stored["features"])), extractor
+
+
+def identity_data(cfg: Settings, pool: Pools, extractor: Extractor, progress: bool = False
+                  ) -> tuple[Pools, Extractor]:
+    """The pools and extractor of the CelebA experiment (``Attack(N, task="identity")``): CelebA's
+    (:func:`celeba_data`) when ``cfg.identity_source`` is ``"celeba"``, else ``pool`` and ``extractor`` (an identity
+    is then a class)."""
+    return celeba_data(cfg, progress) if cfg.identity_source == "celeba" else (pool, extractor)
+
+
+def attack_recipe(cfg: Settings, spec: Attack) -> HeadRecipe:
+    """The victims' recipe of the attack ``spec``: the row of ``cfg``'s dataset for its task, with ``spec.init_std``
+    if given, else, for the class heads, ``cfg.init_std`` if set (the binary and CelebA tasks keep their rows'
+    values), changed by ``spec.variant``; the CelebA task restarts at most ``cfg.identity_max_attempts`` times."""
+    init_std = spec.init_std if spec.init_std is not None or spec.task != "classes" else cfg.init_std
+    dataset = cfg.identity_source if spec.identity else cfg.dataset
+    recipe = HeadRecipe.of(dataset, spec.set_size, init_std, binary=spec.binary, variant=spec.variant,
+                           identity=spec.identity)
+    return dataclasses.replace(recipe, max_attempts=cfg.identity_max_attempts) if spec.identity else recipe
+
+
+def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, spec: Attack, *, progress: bool = True
+               ) -> AttackResult:
+    """The whole attack ``spec`` (an :class:`~compendium.attacks.transfer_heads.Attack`, which says what is attacked,
+    how the victims train and what the adversary does): Algorithm 1 on the training pool (``spec.shadow_train`` heads,
+    default ``cfg.shadow_train``, ``cfg.identity_shadow_train`` for the identity task) and on the validation pool
+    (``cfg.shadow_val`` heads; with ``cfg.disjoint_validation`` as many sets without a shared image as the pool holds,
+    at most that many), the weight statistics, the reconstructor trained with Eq. (3) for ``spec.steps`` Adam steps
+    (default ``cfg.reconstructor_steps``, ``cfg.identity_steps`` for the identity task; rounded up to whole passes over
+    the heads), and Algorithm 3's tables ``H0``, ``H1`` with ``H1*``.  Every draw comes from generators seeded by
+    ``cfg.seed`` and the set size, so the same attack gives the same numbers.  DP-SGD clips at
+    ``cfg.dp_max_grad_norm``.  With ``spec.ood`` the adversary's shadow sets and the reconstructor's targets come from
+    :func:`out_of_distribution_pool`, while ``tau_NN`` and the prior draws of ``H1*`` stay those of the data
+    distribution.  The identity task's reconstructor is the paper's CelebA one: unconditional, trained and scored
+    against the identity's ``M`` images only.  With ``spec.curves`` the reconstructor is scored after every pass over
+    the heads (:func:`training_curves`): the validation heads' Eq. (3) loss and TPR at FPR = 0.01, the latter against
+    surrogate draws from a generator of their own, so that the run's numbers do not change."""
+    if not isinstance(spec, Attack):
+        raise ValueError(f"spec={spec!r}; allowed: an Attack (compendium.attacks.transfer_heads.Attack)")
+    identity, binary, canonical, variant, ood = spec.identity, spec.binary, spec.canonical, spec.variant, spec.ood
+    set_size, conditional, noise_multiplier = spec.set_size, spec.conditional, spec.noise_multiplier
+    shadow_train = spec.shadow_train or (cfg.identity_shadow_train if identity else cfg.shadow_train)
+    steps = spec.steps or (cfg.identity_steps if identity else cfg.reconstructor_steps)
+    dataset = cfg.identity_source if identity else cfg.dataset
+    recipe = attack_recipe(cfg, spec)
+    dp_options = {} if noise_multiplier is None else dict(noise_multiplier=noise_multiplier,
+                                                          max_grad_norm=cfg.dp_max_grad_norm)
+    perceptual = (metrics.lpips_network("vgg", resolve_device(cfg.device)) if dataset in ("cifar10", "celeba")
+                  else None)  # Section 3.1: LPIPS for CIFAR and CelebA
+    generator = torch.Generator().manual_seed(cfg.seed * 1000 + set_size)
+    seconds = {}
+    start = time.perf_counter()
+    train_x, train_y = out_of_distribution_pool(cfg, pool) if ood else pool.train
+    val_x, val_y = pool.validation
+    feats_train, feats_val = extractor.pool_features(pool)
+    if ood:
+        feats_train = extractor.features(train_x)
+    store, fingerprint = None, None
+    if cfg.shadow_dir is not None:  # a stored run is tied to the exact features and labels it was trained on
+        store = in_repository(cfg.shadow_dir) / (
+            f"{dataset}{'-binary' if binary else ''}{'-canonical' if canonical else ''}"
+            f"{'' if variant is None else '-' + variant.replace(' ', '').replace('/', '-')}{'-ood' if ood else ''}"
+            f"{'-identity' if identity else ''}"
+            f"-N{set_size}"
+            f"-K{shadow_train}-std{recipe.init_std:g}-sigma{noise_multiplier}-seed{cfg.seed}")
+        hasher = hashlib.sha256(feats_train.numpy())  # 1.5 GB of CelebA features: hashed in place, not copied
+        hasher.update(train_y.numpy())
+        digest = hasher.hexdigest()[:16]
+        fingerprint = {"dataset": dataset, "seed": cfg.seed, "features": digest}
+    train_sets, train_weights = shadow_heads(feats_train, train_y, recipe, count=shadow_train, generator=generator,
+                                           device=cfg.device, store=store, progress=progress,
+                                           fingerprint=fingerprint, canonical=canonical, **dp_options)
+    disjoint = cfg.disjoint_validation and not identity  # the authors' validation sets share no image
+    val_count = min(cfg.shadow_val, attack.disjoint_set_count(val_y, per_class=set_size // NUM_CLASSES,
+                                                              num_classes=NUM_CLASSES)) if disjoint else cfg.shadow_val
+    val_sets, val_weights = shadow_heads(feats_val, val_y, recipe, count=val_count, generator=generator,
+                                       device=cfg.device, canonical=canonical, disjoint=disjoint, **dp_options)
+    seconds["shadow heads"] = time.perf_counter() - start
+    scores = identity_head_scores(val_weights, feats_val, val_y, val_sets, recipe) if identity else {}
+    accuracy = scores["accuracy"] if identity else head_accuracy(val_weights, feats_val, val_y, recipe)
+
+    statistics = attack.WeightStatistics.fit(train_weights, device=cfg.device)
+    val_w = statistics.standardise(val_weights)
+    val_images = compared_images(val_x, val_sets, conditional=conditional, identity=identity)
+    on_epoch = None
+    if spec.curves:
+        curve_surrogate = statistics.surrogate(val_count, torch.Generator().manual_seed(cfg.seed + 1))
+
+        def on_epoch(net):
+            h0 = attack.min_mse_table(net, val_w, val_images, conditional=conditional)
+            h1 = attack.min_mse_table(net, curve_surrogate, val_images, conditional=conditional)
+            return {"validation loss": attack.validation_loss(net, val_w, val_images, conditional=conditional,
+                                                              perceptual=perceptual),
+                    "TPR@FPR=0.01": attack.tpr_at_fpr(h0, h1)}
+    inputs = train_weights.shape[1] + (NUM_CLASSES if conditional else 0)
+    width = cfg.identity_hidden if identity else cfg.hidden
+    if cfg.reconstructor == "residual":
+        model = models.ResidualReconstructor(inputs, width=width, out_channels=train_x.shape[1],
+                                             size=train_x.shape[-1], generator=generator)
+    else:
+        model = models.MLPReconstructor(inputs, tuple(train_x.shape[1:]), width, generator=generator)
+    start = time.perf_counter()
+    history = attack.train_reconstructor(model, train_weights, train_sets[:, :1] if identity else train_sets, train_x,
+                                         statistics=statistics, perceptual=perceptual, conditional=conditional,
+                                         epochs=math.ceil(steps * 32 / shadow_train), generator=generator,
+                                         device=cfg.device, progress=progress, on_epoch=on_epoch)
+    history["steps"] = [math.ceil(shadow_train / 32) * (epoch + 1) for epoch in range(len(history["loss"]))]
+    seconds["reconstructor"] = time.perf_counter() - start
+
+    surrogate = statistics.surrogate(val_count, generator)
+    h0 = attack.min_mse_table(model, val_w, val_images, conditional=conditional)
+    h1 = attack.min_mse_table(model, surrogate, val_images, conditional=conditional)
+    h_prior = attack.prior_table(pool.train[0], val_images, generator)  # prior draws disjoint from the sets
+    tau = attack.nearest_neighbour_threshold(val_x, pool.train[0], device=cfg.device)
+    return AttackResult(set_size, tau, h0, h1, h_prior, float(accuracy.mean()), float(accuracy.std()), model,
+                        statistics, val_w, val_sets, surrogate, history, seconds, conditional, identity, scores)
+
+
+def clipping_sweep(cfg: Settings, pool: Pools, extractor: Extractor, norms: tuple[float, ...], *,
+                   heads: int = 200) -> pd.DataFrame:
+    """Step (3) of the paper's DP-SGD procedure (Section 4): the heads' test accuracy with clipping alone (DP-SGD at
+    noise multiplier 0, Poisson rate 1/2) for each clipping norm, beside the non-private recipe; ``heads`` validation
+    heads per norm, the same sets and initial weights for every row."""
+    recipe = HeadRecipe.of(cfg.dataset, cfg.dp_set_size, cfg.init_std)
+    val_y = pool.validation[1]
+    feats = extractor.pool_features(pool)[1]
+    rows = []
+    for norm in (None, *norms):
+        options = {} if norm is None else dict(noise_multiplier=0.0, max_grad_norm=norm)
+        _, weights = shadow_heads(feats, val_y, recipe, count=heads, device=cfg.device,
+                                  generator=torch.Generator().manual_seed(cfg.seed), **options)
+        rows.append({"clipping norm C": math.inf if norm is None else norm,
+                     "head accuracy": float(head_accuracy(weights, feats, val_y).mean())})
+    return pd.DataFrame(rows)
+
+
+def dp_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: AttackResult, *, examples: int = 1,
+             progress: bool = False) -> tuple[pd.DataFrame, dict]:
+    """Section 4 (Fig. 4) for ``N = cfg.dp_set_size``: for every noise multiplier, every head (training and
+    validation shadow heads) is re-trained with DP-SGD and a fresh reconstructor is trained on them; one row per
+    noise level with epsilon (PRV and RDP at the code's q = 1/2, and PRV at the stated q), the heads' test accuracy,
+    TPR*, FPR* and TPR at FPR = 0.01.  ``reference`` (the non-private attack at the same ``N``) is the first row.
+    Also returns Figs. 5 and 16's counterpart: per noise multiplier (0 for the reference), the
+    :func:`reconstruction_examples` of the first ``examples`` validation heads (the same sets at every noise level;
+    the reference's are its own)."""
+    recipe = HeadRecipe.of(cfg.dataset, cfg.dp_set_size, cfg.init_std)
+    rows = [{"noise multiplier": 0.0, "eps_prv": math.inf, "eps_rdp": math.inf, "eps_prv_stated_q": math.inf,
+             **_rates_row(reference)}]
+    shown = {0.0: reconstruction_examples(reference, pool, heads=examples)}
+    for sigma in cfg.dp_noise_multipliers:
+        spec = Attack(cfg.dp_set_size, shadow_train=cfg.dp_shadow_train, noise_multiplier=sigma,
+                      steps=cfg.dp_reconstructor_steps)
+        result = run_attack(cfg, pool, extractor, spec, progress=progress)
+        rows.append({"noise multiplier": sigma, **epsilons(recipe, sigma), **_rates_row(result)})
+        shown[sigma] = reconstruction_examples(result, pool, heads=examples)
+    return pd.DataFrame(rows), shown
+
+
+def _rates_row(result: AttackResult) -> dict[str, float]:
+    s = result.summary()
+    return {"head accuracy": s["head accuracy"], "TPR*": s["TPR*"], "FPR*": s["FPR*"],
+            "TPR@FPR=0.01": s["TPR@FPR=0.01"], "TPR@FPR=0.01 SE": s["TPR@FPR=0.01 SE"]}
+
+
+def factor_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: AttackResult,
+                 progress: bool = False) -> pd.DataFrame:
+    """Section 3.2's factors at ``N = 10`` (Fig. 3a and 3b): the attack re-run with each number of training shadow
+    heads in ``cfg.shadow_counts`` and with each initialisation standard deviation in ``cfg.init_stds``; one row per
+    run (the reference run, ``cfg.shadow_train`` heads at ``cfg.head_init_std``, is included in both)."""
+    rows = []
+    for count in sorted({*cfg.shadow_counts, cfg.shadow_train}):
+        result = reference if count == cfg.shadow_train else run_attack(
+            cfg, pool, extractor, Attack(10, shadow_train=count), progress=progress)
+        rows.append({"factor": "shadow heads", "value": count, **_rates_row(result)})
+    for std in sorted({*cfg.init_stds, cfg.head_init_std}):
+        result = reference if std == cfg.head_init_std else run_attack(
+            cfg, pool, extractor, Attack(10, init_std=std), progress=progress)
+        rows.append({"factor": "init std", "value": std, **_rates_row(result)})
+    return pd.DataFrame(rows)
+
+
+def binary_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: AttackResult,
+                 progress: bool = False) -> pd.DataFrame:
+    """Section 3.2, point 4 at ``N = 10``: the attack on Table 6's binary heads (even / odd digits; vehicles / animals
+    for CIFAR-10) with the 10-class conditional reconstructor, once per entry of ``cfg.binary_variants`` (``True``:
+    hidden units ordered by output weight first), beside ``reference``, the 10-class heads' attack; one row per run
+    with the rates and the heads' test accuracy on their own task, and the paper's TPR and FPR at ``tau_NN`` (Table 1
+    and :data:`PAPER_BINARY`; the ordered heads are ours)."""
+    experiment = PAPER_ROW[cfg.dataset]
+    paper = lambda rates: {"paper TPR*": rates[0], "paper FPR*": rates[1]}
+    rows = [{"heads": "10-class (Table 3)", **_rates_row(reference), **paper(PAPER_TABLE1[experiment][10])}]
+    for canonical in cfg.binary_variants:
+        result = run_attack(cfg, pool, extractor, Attack(10, task="binary", canonical=canonical), progress=progress)
+        rows.append({"heads": "binary (Table 6), hidden units ordered" if canonical else "binary (Table 6)",
+                     **_rates_row(result), **paper((np.nan, np.nan) if canonical else PAPER_BINARY[experiment])})
+    return pd.DataFrame(rows)
+
+
+def variant_sweep(cfg: Settings, pool: Pools, extractor: Extractor, progress: bool = False) -> pd.DataFrame:
+    """Section 3.2, points 5, 7 and 8 at ``N = 10``: the attack with Table 3's recipe, with each changed recipe of
+    ``cfg.training_variants`` (:data:`TRAINING_VARIANTS`) and, with ``cfg.ood``, with the adversary's shadow sets
+    drawn out of distribution (:data:`OOD`, :func:`out_of_distribution_pool`), all with ``cfg.variant_shadow_train``
+    training heads and ``cfg.variant_reconstructor_steps`` reconstructor steps (fewer than the main run's at ``book``
+    scale: the rows compare with each other, not with Table 1); one row per change with the heads' gradient steps,
+    the rates (with the binomial standard errors of TPR* and of the TPR at FPR = 0.01), the heads' test accuracy, and
+    the paper's TPR and FPR at ``tau_NN`` where it gives them (Table 1 for Table 3's recipe, :data:`PAPER_VARIANTS`;
+    for the epochs and mini-batches the paper reports "no significant changes").  Without changes (``ci``) nothing
+    runs and the table is empty."""
+    experiment = PAPER_ROW[cfg.dataset]
+    changes = [*cfg.training_variants, *([OOD] if cfg.ood else [])]
+    rows = []
+    for change in (None, *changes) if changes else ():
+        variant = change if change in TRAINING_VARIANTS else None
+        spec = Attack(10, shadow_train=cfg.variant_shadow_train, steps=cfg.variant_reconstructor_steps,
+                      variant=variant, ood=change == OOD)
+        result = run_attack(cfg, pool, extractor, spec, progress=progress)
+        paper = PAPER_TABLE1[experiment][10][:2] if change is None else PAPER_VARIANTS.get(change, {}).get(
+            experiment, (np.nan, np.nan))
+        rows.append({"change": "none (Table 3's full-batch SGD)" if change is None else change,
+                     "gradient steps": HeadRecipe.of(cfg.dataset, 10, variant=variant).steps, **_rates_row(result),
+                     "TPR* SE": result.summary()["TPR* SE"], "paper TPR*": paper[0], "paper FPR*": paper[1]})
+    return pd.DataFrame(rows)
+
+
+def out_of_distribution_pool(cfg: Settings, pool: Pools) -> tuple[torch.Tensor, torch.Tensor]:
+    """Section 3.2, point 8: an adversary whose prior is not the victims'.  The paper trains its shadow heads on
+    CIFAR-100 images with random balanced labels 0-9 and attacks CIFAR-10 heads; here the images of the pre-training
+    pool (CIFAR-100 for ``cifar10``, EMNIST letters for ``mnist``; for the ``digits``, digits the attack never sees,
+    turned by 90 degrees so that they are other symbols) with labels ``randperm % 10`` (seeded by ``cfg.seed``)."""
+    images = pool.pretrain[0]
+    if cfg.dataset == "digits":
+        images = torch.rot90(images, 1, dims=(-2, -1)).contiguous()
+    labels = torch.randperm(len(images), generator=torch.Generator().manual_seed(cfg.seed + 2)) % NUM_CLASSES
+    return images, labels
