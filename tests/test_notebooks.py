@@ -190,3 +190,23 @@ def test_every_figure_is_glued_and_captioned(path: Path) -> None:
         if options.get("name") != key:
             problems.append(f"the {{glue:figure}} directive of {key} has :name: {options.get('name')!r}, not the key")
     assert not problems, f"{path.name}:\n" + "\n".join(problems)
+
+
+_RESULT_TABLE = re.compile(r"^:{3,}\{result-table\}.*\n[ \t]*:name:[ \t]*(\S+)[ \t]*\n\s*`{3,}\{glue\}[ \t]+(\S+)",
+                           re.M)
+_NUMREF = re.compile(r"\{numref\}`(?:[^`<]*<)?([\w-]+)>?`")
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.stem)
+def test_every_numbered_figure_and_table_is_cited(path: Path) -> None:
+    """Every numbered figure (``{glue:figure}``) and result table (``{result-table}``, book/_ext/resulttable.py) of a
+    chapter is cited by its label in the prose (``{numref}``), so that a reader finds "Figure 4.3" in the text; a
+    result table shows the glued table of its own label."""
+    markdown = [cell.source for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "markdown"]
+    labels = [key for source in markdown for key, _ in _FIGURE_DIRECTIVE.findall(source)]
+    tables = [pair for source in markdown for pair in _RESULT_TABLE.findall(source)]
+    problems = [f"the result table {name} shows {key}" for name, key in tables if name != key]
+    cited = {label for source in markdown for label in _NUMREF.findall(source)}
+    problems += [f"{label} is never cited with {{numref}}" for label in [*labels, *(name for name, _ in tables)]
+                 if label not in cited]
+    assert not problems, f"{path.name}:\n" + "\n".join(problems)
