@@ -466,14 +466,16 @@ def attach_results(row: dict, executed_dir: Path, reference: Path | None) -> Non
 
 
 def verdicts(reference: Path, executed: Path) -> dict:
-    """The scorecard verdicts (:mod:`compendium.scorecard`) of two executions of a chapter: how many claims got the
-    same verdict, and the keys of those whose verdict flipped.  Empty for a chapter without a scorecard."""
+    """The scorecard verdicts (:mod:`compendium.scorecard`) of two executions of a chapter, claim by claim (the
+    claims both cards have): how many got the same verdict, and the keys of those whose verdict flipped.  Empty for
+    a chapter without a scorecard."""
     from compendium import scorecard
 
     cards = scorecard.read_card(reference), scorecard.read_card(executed)
     if None in cards:
         return {}
-    pairs = [(a["key"], a["verdict"], b["verdict"]) for a, b in zip(cards[0]["rows"], cards[1]["rows"], strict=True)]
+    new = {row["key"]: row["verdict"] for row in cards[1]["rows"]}
+    pairs = [(row["key"], row["verdict"], new[row["key"]]) for row in cards[0]["rows"] if row["key"] in new]
     return {"verdicts_same": sum(a == b for _, a, b in pairs), "verdicts_flipped": [k for k, a, b in pairs if a != b]}
 
 
