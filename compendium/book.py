@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -191,12 +192,20 @@ def thread_environment(jobs: int) -> dict[str, str]:
     return {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
 
 
-def recorded_seconds(executed: Path) -> float | None:
-    """The execution time an executed notebook recorded, ``None`` if it has none."""
+def recorded_seconds(executed: Path, scale: str | None = None) -> float | None:
+    """The execution time an executed notebook recorded (at ``scale``, when given), ``None`` if it has none."""
     try:
-        return nbformat.read(executed, as_version=4).metadata.get(METADATA_KEY, {}).get("seconds")
+        meta = nbformat.read(executed, as_version=4).metadata.get(METADATA_KEY, {})
     except (OSError, ValueError):
         return None
+    return meta.get("seconds") if scale is None or meta.get("parameters", {}).get("scale") == scale else None
+
+
+def expected_seconds(key: str, executed: Path, scale: str) -> float:
+    """How long chapter ``key`` should take at ``scale``: the time its last run at that scale recorded in
+    ``executed``, else the chapter module's ``SECONDS`` (a fresh clone has no recorded run)."""
+    recorded = recorded_seconds(executed, scale)
+    return recorded if recorded is not None else chapters.chapter(key).seconds.get(scale, math.inf)
 
 
 def execute_chapters(keys: list[str], *, scale: str = "book", device: str = "auto", seed: int = 0,
@@ -205,7 +214,7 @@ def execute_chapters(keys: list[str], *, scale: str = "book", device: str = "aut
 
     With ``jobs > 1`` the chapters to execute (those not cached, or all with ``force``) run ``jobs`` at a time, each
     in its own process (``python -m compendium run``) with :func:`thread_environment`'s share of the cores, the
-    longest first by the time each recorded last; a line says when each starts and ends, and a failed chapter's
+    longest first (:func:`expected_seconds`); a line says when each starts and ends, and a failed chapter's
     output is in the error raised once every chapter has ended, with all the failures.  On 2 cores two
     one-thread runs take half the time of one run after the other (the chapters are mostly too small to gain from a
     second thread), so the build defaults to one job per core."""
@@ -222,7 +231,7 @@ def execute_chapters(keys: list[str], *, scale: str = "book", device: str = "aut
              or stored_key(targets[key]) != cache_key(in_repository(chapters.chapter(key).notebook), parameters)]
     for key in set(keys) - set(stale):
         print(f"[{key}] up to date, not re-executed: {targets[key]}", flush=True)
-    stale.sort(key=lambda k: -(recorded_seconds(targets[k]) or float("inf")))
+    stale.sort(key=lambda k: -expected_seconds(k, targets[k], scale))
     env = thread_environment(min(jobs, len(stale) or 1))
 
     def run(key: str) -> str | None:

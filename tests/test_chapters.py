@@ -205,6 +205,8 @@ def test_registry_follows_the_table_of_contents_and_every_chapter_module_is_in_i
     assert modules == set(keys), f"chapter modules without a _toc.yml entry: {modules - set(keys)}"
     for chapter in chapters.registry().values():
         assert chapter.title == chapter.module.TITLE and set(chapter.module.SCALES) == set(chapters.SCALES)
+        assert chapter.seconds == chapter.module.SECONDS and set(chapter.seconds) == {"ci", "book"}
+        assert all(seconds > 0 for seconds in chapter.seconds.values())
     assert yaml.safe_load(toc)["format"] == "jb-book"
 
 
@@ -217,3 +219,19 @@ def test_unknown_chapter_module_gives_a_clear_error(monkeypatch, tmp_path):
             chapters.registry()
     finally:
         chapters.registry.cache_clear()
+
+
+def test_the_build_expects_a_chapters_recorded_time_at_the_scale_else_its_declared_one(tmp_path):
+    """execute_chapters starts the longest chapter first: a fresh clone has no recorded runs, so the modules'
+    SECONDS order them; a run recorded at another scale says nothing about this one."""
+    import nbformat
+
+    from compendium import book
+
+    executed = tmp_path / "hcr.ipynb"
+    assert book.expected_seconds("hcr", executed, "book") == chapters.chapter("hcr").seconds["book"]
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata[book.METADATA_KEY] = {"seconds": 7.5, "parameters": {"scale": "ci"}}
+    nbformat.write(notebook, executed)
+    assert book.expected_seconds("hcr", executed, "ci") == 7.5
+    assert book.expected_seconds("hcr", executed, "book") == chapters.chapter("hcr").seconds["book"]

@@ -5,6 +5,8 @@ is a chapter, and its settings and pipelines live in the module ``compendium.cha
 package whose ``__init__`` holds ``TITLE`` and imports its modules' names), which defines
 
 * ``TITLE``: the chapter's title;
+* ``SECONDS``: ``{"ci": ..., "book": ...}``, about how long its notebook runs at each scale on one core of a quiet
+  2-core machine (a run's own time, when one is recorded, takes its place): the build starts the longest first;
 * ``SCALES``: ``{"ci": {...}, "book": {...}, "paper": {...}}``, the values of every setting at each scale;
 * ``Settings``: a frozen dataclass derived from :class:`Settings` whose ``validate`` checks the values;
 * ``settings(scale="book", device="auto", seed=0, **overrides)``, which returns ``resolve(Settings, SCALES, ...)``;
@@ -51,18 +53,19 @@ class Chapter:
     key: str
     notebook: str  # path relative to the repository root
     title: str
+    seconds: dict[str, float]  # scale -> the module's SECONDS
 
     @property
     def module(self) -> ModuleType:
         return importlib.import_module(f"compendium.chapters.{self.key}")
 
 
-def _title(source: Path) -> str:
-    """The ``TITLE = "..."`` assignment of a chapter module, read from its source without importing it."""
+def _constant(source: Path, name: str, example: str):
+    """The ``name = <literal>`` assignment of a chapter module, read from its source without importing it."""
     for node in ast.parse(source.read_text()).body:
-        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["TITLE"]:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [name]:
             return ast.literal_eval(node.value)
-    raise RuntimeError(f"{source} defines no TITLE = \"...\"; every chapter module needs one")
+    raise RuntimeError(f"{source} defines no {name} = {example}; every chapter module needs one")
 
 
 def _toc_notebooks(node) -> list[str]:
@@ -93,7 +96,8 @@ def registry() -> dict[str, Chapter]:
         if not source.exists():
             raise RuntimeError(f"_toc.yml lists {file}, but compendium/chapters/{key}.py does not exist (nor the "
                                f"package compendium/chapters/{key}/); every chapter needs its settings module")
-        out[key] = Chapter(key, f"notebooks/{key}.ipynb", _title(source))
+        out[key] = Chapter(key, f"notebooks/{key}.ipynb", _constant(source, "TITLE", '"..."'),
+                           _constant(source, "SECONDS", '{"ci": ..., "book": ...}'))
     return out
 
 

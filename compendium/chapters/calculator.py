@@ -22,6 +22,8 @@ from compendium.chapters.base import Settings as _Settings
 from compendium.chapters.base import resolve
 
 TITLE = "The reconstruction-risk calculator"
+#: seconds its notebook runs on one core of a quiet 2-core machine (a book build, two chapters at once)
+SECONDS = {"ci": 32, "book": 60}
 
 SCALES = {
     "ci": dict(curve_sample_rates=(1.0, 0.01), curve_points=2, edgeworth_sigmas=(1.0,),

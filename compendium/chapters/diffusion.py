@@ -35,6 +35,8 @@ from compendium.models.gradient_targets import gradient_target
 from compendium.scorecard import DIFFERS, IN_SHAPE, NOT_CHECKABLE, NOT_HERE, REPRODUCED, Claim
 
 TITLE = "Gradient-guided conditional diffusion models for private image reconstruction"
+#: seconds its notebook runs on one core of a quiet 2-core machine (a book build, two chapters at once)
+SECONDS = {"ci": 36, "book": 594}
 
 PRIOR_IMAGES = 1500  # digits 0-1499 train the prior; the targets follow
 DELTA = 1e-5  # Table 1's delta

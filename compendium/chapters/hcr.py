@@ -26,6 +26,8 @@ from compendium.chapters.base import resolve
 from compendium.scorecard import DIFFERS, IN_SHAPE, NOT_HERE, REPRODUCED, Claim
 
 TITLE = "Guarantees of confidentiality via Hammersley-Chapman-Robbins bounds"
+#: seconds its notebook runs on one core of a quiet 2-core machine (a book build, two chapters at once)
+SECONDS = {"ci": 39, "book": 342}
 #: The modes of the paper's histograms of per-mode bounds, in normalised units, read off Figure 1 (MNIST) and
 #: Figure 3 (CIFAR-10): all DCT modes ("unfiltered") and the lowest-frequency ones ("filtered").
 PAPER_FIGURE_MODES = {"MNIST": {"unfiltered": 0.16, "filtered": 0.42},

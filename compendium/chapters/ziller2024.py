@@ -25,6 +25,8 @@ from compendium.chapters.base import check_image_source, resolve
 from compendium.scorecard import DIFFERS, IN_SHAPE, REPRODUCED, Claim
 
 TITLE = "Bounding reconstruction attack success of adversaries without data priors"
+#: seconds its notebook runs on one core of a quiet 2-core machine (a book build, two chapters at once)
+SECONDS = {"ci": 22, "book": 47}
 
 SCALES = {
     "ci": dict(
