@@ -3,55 +3,139 @@
 Every chapter is executed once per test session, at ``ci`` scale, one process per core
 (:func:`compendium.book.execute_chapters`), and the site is built once from those executed notebooks (the build
 finds them in its cache), so no chapter runs twice except for nbval's re-execution, which runs as many at once.
+
+This work starts in background threads as soon as the collected tests turn out to need it
+(:func:`pytest_collection_finish`), and the unit tests run in the meantime, with the cores' threads the chapters'
+processes leave: the cores do both instead of idling while one of them runs the unit tests (on 2 cores the suite
+took 519 s one after the other, 356 s overlapped).  A fixture waits for its part of the work and raises what it
+raised.  (pytest-xdist could give the same overlap, but its ``loadgroup`` distribution, which would keep these
+fixtures on one worker, does not group tests under pytest 9.2: pytest-dev/pytest-xdist#1386.)
 """
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+import torch
 
 from compendium import book, chapters
 
 #: chapters executed at once: one per core (2 in CI), each with an equal share of the cores' threads
 JOBS = max(1, min(os.cpu_count() or 1, len(chapters.registry())))
+#: the fixtures that need the background work
+BOOK_FIXTURES = {"build_dir", "executed_notebooks", "nbval_reports", "site"}
+
+
+class BookWork:
+    """The session's book work, run in order in a daemon thread: every chapter executed at ``ci`` scale into
+    ``build_dir/executed``, nbval re-executing each (:func:`nbval_all`), and the site rendered into
+    ``build_dir/html``.  Each step's result, or its error, is a future; the steps after a failed one fail with its
+    error.  (Rendering beside nbval's processes instead of after them made neither finish sooner.)"""
+
+    def __init__(self, build_dir: Path):
+        self.build_dir = build_dir
+        self.executed, self.nbval, self.site = Future(), Future(), Future()
+        threading.Thread(target=self._run, name="book work", daemon=True).start()
+
+    def _run(self) -> None:
+        steps = [(self.executed, lambda: book.execute_chapters(list(chapters.registry()), scale="ci",
+                                                               out_dir=self.build_dir / "executed", jobs=JOBS)),
+                 (self.nbval, lambda: nbval_all(self.executed.result())),
+                 (self.site, lambda: book.build_book(scale="ci", out=self.build_dir, jobs=JOBS))]
+        for future, step in steps:
+            try:
+                future.set_result(step())
+            except BaseException as err:  # handed to every fixture that waits on this step or a later one
+                for rest in (self.executed, self.nbval, self.site):
+                    if not rest.done():
+                        rest.set_exception(err)
+                return
+
+
+def nbval(notebook: Path) -> tuple[int, str]:
+    """nbval re-executing an executed notebook (lax mode), with the thread share the chapters were executed with, so
+    that the outputs can agree exactly: (exit code, report)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-kernel-name", "python3", "-p",
+         "no:cacheprovider", str(notebook)],
+        cwd=notebook.parent, capture_output=True, text=True, env=book.thread_environment(JOBS),
+    )
+    return result.returncode, result.stdout + result.stderr
+
+
+def nbval_all(executed: dict[str, Path]) -> dict[str, tuple[int, str]]:
+    """Chapter key -> :func:`nbval` of its executed notebook, :data:`JOBS` at once."""
+    with ThreadPoolExecutor(max_workers=JOBS) as pool:
+        return dict(zip(executed, pool.map(nbval, executed.values())))
+
+
+BOOK_WORK = pytest.StashKey[BookWork]()
+#: torch's threads in the test process before the book work took :data:`JOBS` cores' worth of them
+TEST_THREADS = pytest.StashKey[int]()
+
+
+def uses_book_work(item: pytest.Item) -> bool:
+    return bool(BOOK_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests that wait for the book work run last, so that every other test runs while it is under way."""
+    items.sort(key=uses_book_work)  # stable: each part keeps its order
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the book work when a collected test needs it (not for ``--collect-only``); until it ends, the tests'
+    own torch computations take the cores its processes leave, at least one thread."""
+    if session.config.option.collectonly:
+        return
+    if any(map(uses_book_work, session.items)):
+        session.config.stash[BOOK_WORK] = BookWork(session.config._tmp_path_factory.mktemp("build"))
+        session.config.stash[TEST_THREADS] = torch.get_num_threads()
+        torch.set_num_threads(max(1, book.usable_cores() - JOBS))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Give the tests their threads back once the book work has ended."""
+    stash = item.config.stash
+    if TEST_THREADS in stash and stash[BOOK_WORK].site.done():
+        torch.set_num_threads(stash[TEST_THREADS])
+        del stash[TEST_THREADS]
 
 
 @pytest.fixture(scope="session")
-def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def book_work(request: pytest.FixtureRequest) -> BookWork:
+    """The session's :class:`BookWork` (started here if collection did not start it)."""
+    stash = request.config.stash
+    if BOOK_WORK not in stash:
+        stash[BOOK_WORK] = BookWork(request.config._tmp_path_factory.mktemp("build"))
+    return stash[BOOK_WORK]
+
+
+@pytest.fixture(scope="session")
+def build_dir(book_work: BookWork) -> Path:
     """The session's build folder: ``executed/``, ``stage/`` and ``html/``, as in ``_build``."""
-    return tmp_path_factory.mktemp("build")
+    return book_work.build_dir
 
 
 @pytest.fixture(scope="session")
-def executed_notebooks(build_dir: Path) -> dict[str, Path]:
+def executed_notebooks(book_work: BookWork) -> dict[str, Path]:
     """Chapter key -> its notebook executed at ``ci`` scale."""
-    return book.execute_chapters(list(chapters.registry()), scale="ci", out_dir=build_dir / "executed", jobs=JOBS)
+    return book_work.executed.result()
 
 
 @pytest.fixture(scope="session")
-def nbval_reports(executed_notebooks: dict[str, Path]) -> dict[str, tuple[int, str]]:
+def nbval_reports(book_work: BookWork) -> dict[str, tuple[int, str]]:
     """Chapter key -> (exit code, report) of nbval re-executing its executed notebook (lax mode), run as the
     chapters were: :data:`JOBS` at once, with the same share of threads, so that the outputs can agree exactly."""
-    env = book.thread_environment(JOBS)
-
-    def nbval(notebook: Path) -> tuple[int, str]:
-        result = subprocess.run(
-            [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-kernel-name", "python3", "-p",
-             "no:cacheprovider", str(notebook)],
-            cwd=notebook.parent, capture_output=True, text=True, env=env,
-        )
-        return result.returncode, result.stdout + result.stderr
-
-    with ThreadPoolExecutor(max_workers=JOBS) as pool:
-        reports = dict(zip(executed_notebooks, pool.map(nbval, executed_notebooks.values())))
-    return reports
+    return book_work.nbval.result()
 
 
 @pytest.fixture(scope="session")
-def site(build_dir: Path, executed_notebooks: dict[str, Path]) -> Path:
+def site(book_work: BookWork) -> Path:
     """The html folder of the book built at ``ci`` scale (reusing :func:`executed_notebooks`)."""
-    return book.build_book(scale="ci", out=build_dir, jobs=JOBS)
+    return book_work.site.result()
