@@ -1,13 +1,13 @@
 # `make book`: render the book (the last line printed says where: _build/html/index.html).
 # `make test`: the test suite, with a headless browser.
 # SCALE (ci | book | paper) and DEVICE (auto | cpu | cuda) choose how `make book` executes the chapters, JOBS how
-# many at once (default: one per core).
+# many at once (default: one per core, plus one on a machine with fewer cores than half the chapters).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 SCALE ?= book
 DEVICE ?= auto
-JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+JOBS ?=
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
 .PHONY: venv book test
@@ -22,7 +22,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	touch $@
 
 book: venv
-	$(PY) -m compendium build --scale $(SCALE) --device $(DEVICE) --jobs $(JOBS)
+	$(PY) -m compendium build --scale $(SCALE) --device $(DEVICE) $(if $(JOBS),--jobs $(JOBS))
 
 test: venv
 	@if [ ! -x /usr/bin/chromedriver ]; then \

@@ -3,14 +3,14 @@
     python benchmarks/bench.py [--skip-tests] [--scales ci,book]
 
 Budgets: the test suite (``python -m pytest -q``, printed with its 25 slowest tests) under 600 s with all five
-chapters, of which each chapter's ``ci`` execution (printed per chapter) is a part; one exact subsampled ReRo
-bound for T = 1000 steps under 2 s; batched shadow-head training at least 50 times faster per head than a loop
-over heads (the row's time is for 5,000 heads); the transfer-learning chapter within 60 s at ``ci`` and 6 min at
-``book`` scale, the diffusion chapter within 60 s and 8 min (with its prior's training time and the time of one DPS
-and one DSG reconstruction printed); the whole book at ``book`` scale (every chapter
-executed afresh, one per core at once as ``make book`` does, then rendered) under 900 s, with its speed-up over the
-chapters' own times one after the other (the ``book`` rows above, measured in the same run).  Chapters are executed with
-``force`` into a temporary folder, so the timings never come from the cache and ``_build`` is left alone.  Exits 1 when
+chapters, of which each chapter's ``ci`` execution (printed per chapter) is a part; one exact subsampled ReRo bound
+for T = 1000 steps under 2 s; batched shadow-head training at least 50 times faster per head than a loop over heads
+(the row's time is for 5,000 heads); the transfer-learning chapter within 60 s at ``ci`` and 6 min at ``book``
+scale, the diffusion chapter within 60 s and 8 min (with its prior's training time and the time of one DPS and one
+DSG reconstruction printed); the whole book at ``book`` scale (every chapter executed afresh, as many at once as
+``make book`` runs them, ``book.default_jobs``, then rendered) under 900 s, with its speed-up over the chapters' own
+times one after the other (the ``book`` rows above, measured in the same run). Chapters are executed with ``force``
+into a temporary folder, so the timings never come from the cache and ``_build`` is left alone. Exits 1 when
 anything fails or is over budget.
 """
 from __future__ import annotations
@@ -277,9 +277,9 @@ def main(argv: list[str] | None = None) -> int:
                 run = functools.partial(book.execute_chapter, key, scale=scale, out_dir=Path(tmp) / scale, force=True)
                 seconds, ok = timed(run)
                 rows.append((f"chapter {key} @ {scale}", seconds, CHAPTER_BUDGETS_S.get((key, scale)), ok))
-        cores = book.usable_cores()
-        seconds, ok = timed(lambda: book.build_book(scale="book", force=True, out=Path(tmp) / "site", jobs=cores))
-        rows.append((f"whole book @ book (execute + render, {cores} at once)", seconds, BOOK_BUDGET_S, ok))
+        jobs = book.default_jobs()
+        seconds, ok = timed(lambda: book.build_book(scale="book", force=True, out=Path(tmp) / "site", jobs=jobs))
+        rows.append((f"whole book @ book (execute + render, {jobs} at once)", seconds, BOOK_BUDGET_S, ok))
         one_by_one = [s for what, s, _, _ in rows if what.startswith("chapter ") and what.endswith("@ book")]
         if len(one_by_one) == len(chapters.registry()):
             rows.append((f"whole book: x{sum(one_by_one) / seconds:.2f} faster than its chapters one after the "

