@@ -205,7 +205,8 @@ def _link(link: str) -> str:
 def paper_table(card: dict, *, label: str) -> str:
     """One paper's rows as a MyST table named ``label``: where, what the paper says, what the book found, the
     verdict (with the erratum it rests on, or the reason) and the link to the chapter's check."""
-    lines = [f":::{{table}} Did {card['paper']} hold up? One row per stated result.", f":name: {label}", "",
+    lines = [f":::{{table}} Did {card['paper']} hold up? One row per stated result.", f":name: {label}",
+             ":class: fixed-columns scorecard-columns", "",
              "| Where | The paper says | Found here | Verdict | Decided in |", "|---|---|---|---|---|"]
     for row in card["rows"]:
         verdict = f"**{row['verdict']}**"

@@ -257,11 +257,22 @@ const scrolls = (e) => {
 const boxes = article.querySelectorAll("p, li, pre, table, div.cell_output, div.cell_output *, div.proof, "
   + "div.admonition, mjx-container[display='true'], img, figure");
 const root = document.documentElement;
+// inline math runs past the right edge of the first ancestor that clips it (a theorem box hides its overflow)
+const clippedMath = (m) => {
+  const right = m.getBoundingClientRect().right;
+  for (let a = m.parentElement; a && a !== root; a = a.parentElement) {
+    const o = getComputedStyle(a).overflowX;
+    if (o === "auto" || o === "scroll") return false;
+    if (o !== "visible") return right > a.getBoundingClientRect().right + 2;
+  }
+  return right > root.clientWidth + 2;
+};
 return {
   pageWidth: root.scrollWidth, viewport: root.clientWidth,
   clipped: [...boxes]
     .filter((e) => e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 2 && !scrolls(e)
                    && !getComputedStyle(e).display.startsWith("inline"))
+    .concat([...article.querySelectorAll("mjx-container:not([display='true'])")].filter(clippedMath))
     .map((e) => `${e.tagName.toLowerCase()}: content ${e.scrollWidth} px in a ${e.clientWidth} px box: `
                 + `"${(e.textContent || "").trim().slice(0, 60)}"`),
 };
