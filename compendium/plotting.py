@@ -177,15 +177,18 @@ def table(frame, *, digits: int = 4, formats: dict | None = None, caption: str |
           errors: bool = False) -> Table:
     """The book's one table style: a result table as an HTML table that wraps to the page (see :class:`Table`).
 
-    Numbers are shown with ``digits`` significant digits, never broken across lines (``formats`` maps a column to a
-    format string or callable instead), missing values as "—", the index hidden; columns named ``paper...`` are shaded
-    so that a paper's value reads as the neighbour of ours (put them next to each other in ``frame``).  With
-    ``errors`` a column ``"X SE"`` (a standard error) joins its column ``"X"`` as ``mean ± SE`` (the SE to two
-    digits).  Cell padding and the page width come from ``book/_static/custom.css``.  The table's HTML id is derived
-    from its content, so a re-executed notebook produces the same output (nbval compares it)."""
+    Numbers are shown with ``digits`` significant digits (whole numbers below 10^7 in full), never broken across
+    lines (``formats`` maps a column to a format string or callable instead), missing values as "—", the index
+    hidden; columns named ``paper...`` are shaded so that a paper's value reads as the neighbour of ours (put them
+    next to each other in ``frame``). With ``errors`` a column ``"X SE"`` (a standard error) joins its column
+    ``"X"`` as ``mean ± SE`` (the SE to two digits). Cell padding and the page width come from
+    ``book/_static/custom.css``. The table's HTML id is derived from its content, so a re-executed notebook
+    produces the same output (nbval compares it)."""
     import hashlib
 
     def number(value, d=digits):  # a non-breaking hyphen in negative exponents keeps "8.3e-07" on one line
+        if float(value).is_integer() and abs(value) < 1e7:  # a count: 20000, not 2e+04
+            return f"{int(value)}"
         return f"{value:.{d}g}".replace("e-", "e\u2011")
 
     joined = []

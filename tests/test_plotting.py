@@ -21,6 +21,12 @@ def test_table_numbers_stay_on_one_line_and_paper_columns_are_shaded():
     assert 'class="compendium-table"' in html
 
 
+def test_table_shows_whole_numbers_in_full_and_others_to_the_digits():
+    frame = pd.DataFrame({"value": [1000.0, 20000.0, 0.2, 98.25, 3e7]})
+    html = plotting.table(frame, digits=3)._repr_html_()
+    assert all(f">{text}<" in html for text in ("1000", "20000", "0.2", "98.2", "3e+07"))
+
+
 def test_table_joins_a_standard_error_to_its_mean():
     frame = pd.DataFrame({"PSNR": [40.7611, np.nan, 25.0], "PSNR SE": [1.1096, 0.5, np.nan], "SE": [1.0, 2.0, 3.0]})
     shown = plotting.table(frame, digits=3, errors=True).frame
