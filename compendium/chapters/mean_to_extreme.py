@@ -412,8 +412,9 @@ def plot_figure4(fig4: pd.DataFrame, images: torch.Tensor, norms: np.ndarray):
     norms = np.asarray(norms).astype(float)
     variances = images.double().cpu().numpy().reshape(len(images), -1).var(axis=1)
     e_mse, _ = figure4_mse_theory(norms, images[0].numel(), sig)
-    theory = {"MSE": [(e_mse, "E[MSE], Prop. 2", plotting.EXACT, ":")],
-              "NCC": [([np.mean(mte.ncc_limit(s, norm=norms, variance=variances)) for s in sig], "Prop. 6 (28)",
+    exact = "exact mean (Props. 2, 6)"  # MSE and NCC panels: one style, one legend entry
+    theory = {"MSE": [(e_mse, exact, plotting.EXACT, ":")],
+              "NCC": [([np.mean(mte.ncc_limit(s, norm=norms, variance=variances)) for s in sig], exact,
                        plotting.EXACT, ":"),
                       (mte.ncc_bound(images[0].numel(), sigma=sig), "bound (28)", plotting.DIM_BOUND, "--")]}
     shown = ["MSE", "PSNR", "NCC", "NMI", "SSIM"] + (["LPIPS"] if "LPIPS" in fig4 else [])
