@@ -7,9 +7,9 @@ finds them in its cache), so no chapter runs twice except for nbval's re-executi
 This work starts in background threads as soon as the collected tests turn out to need it
 (:func:`pytest_collection_finish`), and the unit tests run in the meantime, with the cores' threads the chapters'
 processes leave: the cores do both instead of idling while one of them runs the unit tests (on 2 cores the suite
-took 519 s one after the other, 356 s overlapped).  A fixture waits for its part of the work and raises what it
-raised.  (pytest-xdist could give the same overlap, but its ``loadgroup`` distribution, which would keep these
-fixtures on one worker, does not group tests under pytest 9.2: pytest-dev/pytest-xdist#1386.)
+took 519 s one after the other, 344 to 391 s overlapped, in fresh clones).  A fixture waits for its part of the
+work and raises what it raised.  (pytest-xdist could give the same overlap, but its ``loadgroup`` distribution,
+which would keep these fixtures on one worker, does not group tests under pytest 9.2: pytest-dev/pytest-xdist#1386.)
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from compendium import book, chapters
 #: chapters executed at once: one per core (2 in CI), each with an equal share of the cores' threads
 JOBS = max(1, min(os.cpu_count() or 1, len(chapters.registry())))
 #: the fixtures that need the background work
-BOOK_FIXTURES = {"build_dir", "executed_notebooks", "nbval_reports", "site"}
+BOOK_FIXTURES = {"book_work", "build_dir", "executed_notebooks", "nbval_reports", "site"}
 
 
 class BookWork:
@@ -109,7 +109,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.fixture(scope="session")
 def book_work(request: pytest.FixtureRequest) -> BookWork:
-    """The session's :class:`BookWork` (started here if collection did not start it)."""
+    """The session's :class:`BookWork` (started here when a test asks for it by name at run time)."""
     stash = request.config.stash
     if BOOK_WORK not in stash:
         stash[BOOK_WORK] = BookWork(request.config._tmp_path_factory.mktemp("build"))
