@@ -80,7 +80,7 @@ def metric_grid(frame, metrics, row: str, *, hue: str | None = None, theory=None
             if i == len(rows) - 1:
                 ax.set_xlabel(r"noise multiplier $\sigma$")
             unit = f" [{units[m]}]" if units and m in units else ""
-            ax.set_ylabel(f"{row_label or row} = {rv:.3g}\n{m}{unit}" if j == 0 else f"{m}{unit}")
+            ax.set_ylabel(f"{row_label or row} = {sci(rv)}\n{m}{unit}" if j == 0 else f"{m}{unit}")
     handles = {}
     for ax in axes.flat:
         for hd, lb in zip(*ax.get_legend_handles_labels()):
@@ -158,6 +158,21 @@ def bound_histograms(panels: dict, xlabel: str, title=None, xlims=None, bins: in
 PAPER_PREFIXES = ("paper", "Paper")
 
 
+#: digits and minus sign as superscripts, for the exponents of :func:`sci`
+SUPERSCRIPTS = str.maketrans("0123456789-", "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207b")
+
+
+def sci(value: float, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant digits as a reader writes it: ``0.0123``, ``4.5 × 10⁻¹²`` (never
+    ``4.5e-12``; non-breaking spaces keep it on one line), ``10⁻⁵`` for ``1e-05``."""
+    text = f"{value:.{digits}g}"
+    if "e" not in text:  # also inf and nan
+        return text
+    mantissa, exponent = text.split("e")
+    power = "10" + str(int(exponent)).translate(SUPERSCRIPTS)
+    return power if mantissa == "1" else f"{mantissa}\u00a0×\u00a0{power}"
+
+
 class Table:
     """A result table for a notebook: shown as the styled HTML table, with a plain-text form that is the table's
     content as displayed, rounded as in the HTML (a pandas ``Styler``'s own text form holds a memory address, which
@@ -186,10 +201,10 @@ def table(frame, *, digits: int = 4, formats: dict | None = None, caption: str |
     produces the same output (nbval compares it)."""
     import hashlib
 
-    def number(value, d=digits):  # a non-breaking hyphen in negative exponents keeps "8.3e-07" on one line
+    def number(value, d=digits):
         if float(value).is_integer() and abs(value) < 1e7:  # a count: 20000, not 2e+04
             return f"{int(value)}"
-        return f"{value:.{d}g}".replace("e-", "e\u2011")
+        return sci(value, d)
 
     joined = []
     if errors:

@@ -106,7 +106,7 @@ def assess(query: RiskQuery) -> dict:
     # Expected-value bounds.
     if m is None:
         out["expected_mse_lower_bound"] = float(zb.mse_lower_bound(C, sigma=sigma, T=T))
-        out["expected_mse_lower_bound_source"] = f"{ZILLER}, Prop. 1 eq. (5) with Prop. 4 (sigma^2 -> sigma^2/T)"
+        out["expected_mse_lower_bound_source"] = f"{ZILLER}, Prop. 1 eq. (5) with Prop. 4 (σ² → σ²/T)"
         out["psnr_upper_bound_db"] = float(zb.psnr_upper_bound(C, sigma=sigma, T=T, mean_sq_range=q.data_range**2))
         out["psnr_upper_bound_db_source"] = f"{ZILLER}, Prop. 2 eq. (6), data range R"
         out["psnr_upper_bound_corrected_db"] = out["psnr_upper_bound_db"] + float(zb.psnr_jensen_gap(N))
@@ -127,8 +127,8 @@ def assess(query: RiskQuery) -> dict:
     # Probabilities of a successful reconstruction.
     if q.eta_mse is not None:
         out["mse_success_probability"] = float(_mse_probability(q.eta_mse, q))
-        out["mse_success_probability_source"] = (f"{ZILLER}, Prop. 6 (P(MSE <= eta))" if m is None
-                                                 else f"{MTE}, Prop. 3 eq. (24) (P(MSE <= eta))")
+        out["mse_success_probability_source"] = (f"{ZILLER}, Prop. 6 (P(MSE ≤ η))" if m is None
+                                                 else f"{MTE}, Prop. 3 eq. (24) (P(MSE ≤ η))")
     if q.eta_psnr is not None:
         eta_hat = q.data_range**2 * 10 ** (-q.eta_psnr / 10)  # PSNR >= eta  <=>  MSE <= R^2 10^(-eta/10)
         out["psnr_success_probability"] = float(_mse_probability(eta_hat, q))
@@ -150,7 +150,7 @@ def _prior_aware_rows(q: RiskQuery) -> dict:
     Edgeworth approximation of From Mean to Extreme's code, the GLRT adversary, and the inverse."""
     sigma, T, kappa = q.noise_multiplier, q.steps, q.kappa
     out = {"worst_case_success": float(zb.worst_case_success(sigma, kappa=kappa, T=T)),
-           "worst_case_success_source": (f"{ZILLER}, Table 1 (ReRo bound of mu-GDP, mu = sqrt(T)/sigma: full-batch "
+           "worst_case_success_source": (f"{ZILLER}, Table 1 (ReRo bound of μ-GDP, μ = √T/σ: full-batch "
                                          "training; for q < 1 see worst_case_success_subsampled)")}
     if q.sample_rate < 1:
         estimate, certified = rero.rero_bound_subsampled(kappa, noise_multiplier=sigma, sample_rate=q.sample_rate,
@@ -158,7 +158,7 @@ def _prior_aware_rows(q: RiskQuery) -> dict:
         out["worst_case_success_subsampled"] = float(certified)
         out["worst_case_success_subsampled_numerical_error"] = float(certified - estimate)
         out["worst_case_success_subsampled_source"] = (
-            "ReRo bound 1 - f(kappa) (Hayes et al. 2023) with the exact trade-off function of the Poisson-subsampled "
+            "ReRo bound 1 − f(κ) (Hayes et al. 2023) with the exact trade-off function of the Poisson-subsampled "
             "Gaussian mechanism composed T times (privacy-loss distribution, opacus PRV; certified upper value, "
             "numerical error below worst_case_success_subsampled_numerical_error)")
         if T >= 30:
@@ -268,20 +268,20 @@ def assess_dithering(query: DitheringQuery) -> dict:
         gain, gain_source = float(np.linalg.norm(q.matrix, 2)), "largest singular value of the matrix"
     out["dithering_gain"], out["dithering_gain_source"] = gain, gain_source
     out["dithering_sd_floor"] = float(s / gain)
-    out["dithering_sd_floor_source"] = (f"{HCR}, HCR >= Cramer-Rao limit sigma^2[(J^T J)^-1]_kk >= sigma^2/||J||^2 "
-                                        "(sigma^2 -> sigma^2/T); unbiased estimators of any unit-norm functional "
+    out["dithering_sd_floor_source"] = (f"{HCR}, HCR ≥ Cramér–Rao limit σ²[(JᵀJ)⁻¹]ₖₖ ≥ σ²/‖J‖² "
+                                        "(σ² → σ²/T); unbiased estimators of any unit-norm functional "
                                         "(pixel, DCT mode)")
     if q.matrix is None:
         out["dithering_mse_lower_bound"] = float(s**2 / gain**2)
         out["dithering_mse_lower_bound_source"] = (f"{HCR}, limit of the MSE bound (6) from the gain alone: "
-                                                   "sigma^2/(||J||^2 T)")
+                                                   "σ²/(‖J‖² T)")
         return out
     crb = hcr.cramer_rao_bound(q.matrix, s)  # s^2 [(A^T A)^-1]_kk per coordinate, inf outside the row space
     sd = np.sqrt(crb)
     out["dithering_mse_lower_bound"] = float(np.mean(crb))
-    out["dithering_mse_lower_bound_source"] = (f"{HCR}, limit of the MSE bound (6): sigma^2 tr((A^T A)^-1)/(p T), "
+    out["dithering_mse_lower_bound_source"] = (f"{HCR}, limit of the MSE bound (6): σ² tr((AᵀA)⁻¹)/(p T), "
                                                "inf when A has rank < p")
-    crb_source = (f"{HCR}, multivariate Cramer-Rao bound sqrt(sigma^2 [(A^T A)^-1]_kk / T) per coordinate "
+    crb_source = (f"{HCR}, multivariate Cramér–Rao bound √(σ²[(AᵀA)⁻¹]ₖₖ/T) per coordinate "
                   "(the book's correction of eq. (18)), attained by least squares")
     for name, value in (("min", np.min(sd)), ("median", np.median(sd)), ("max", np.max(sd))):
         out[f"dithering_sd_per_coordinate_{name}"] = float(value)

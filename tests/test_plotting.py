@@ -7,6 +7,7 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
 
 from compendium import plotting  # noqa: E402
 
@@ -16,7 +17,7 @@ def test_table_numbers_stay_on_one_line_and_paper_columns_are_shaded():
                           "label": ["a", "b"]})
     table = plotting.table(frame, digits=4)
     html = table._repr_html_()
-    assert "8.322e\u201107" in html and "—" in html  # non-breaking hyphen; missing values as a dash
+    assert "8.322\u00a0×\u00a010⁻⁷" in html and "—" in html  # one line; missing values as a dash
     assert "background-color: #f1f1f4" in html and html.count("_col2") >= 2  # the paper's column is shaded
     assert 'class="compendium-table"' in html
 
@@ -24,7 +25,14 @@ def test_table_numbers_stay_on_one_line_and_paper_columns_are_shaded():
 def test_table_shows_whole_numbers_in_full_and_others_to_the_digits():
     frame = pd.DataFrame({"value": [1000.0, 20000.0, 0.2, 98.25, 3e7]})
     html = plotting.table(frame, digits=3)._repr_html_()
-    assert all(f">{text}<" in html for text in ("1000", "20000", "0.2", "98.2", "3e+07"))
+    assert all(f">{text}<" in html for text in ("1000", "20000", "0.2", "98.2", "3\u00a0×\u00a010⁷"))
+
+
+@pytest.mark.parametrize("value, digits, text", [(1e-5, 3, "10⁻⁵"), (4.5e-12, 3, "4.5\u00a0×\u00a010⁻¹²"),
+                                                  (0.0123, 3, "0.0123"), (-3.04e-7, 2, "-3\u00a0×\u00a010⁻⁷"),
+                                                  (1.5e300, 2, "1.5\u00a0×\u00a010³⁰⁰"), (np.inf, 3, "inf")])
+def test_sci_writes_powers_of_ten_as_a_reader_does(value: float, digits: int, text: str):
+    assert plotting.sci(value, digits) == text
 
 
 def test_table_joins_a_standard_error_to_its_mean():

@@ -125,7 +125,7 @@ def invert_by_optimisation(feature_map: FeatureMap, observed: torch.Tensor, x_in
     prior_weight : ``lambda >= 0``.
     bounds : ``None`` or ``(lo, hi)`` with ``lo < hi``.
     schedule : ``"cosine"`` (the default: the learning rate decays from ``lr`` to 0 over ``steps``, which lets Adam
-        settle on the minimiser instead of oscillating at a distance ~``lr``) or ``"constant"``.
+        settle on the minimiser instead of oscillating at a distance of about ``lr``) or ``"constant"``.
 
     Returns an :class:`InversionResult` ``(reconstruction, data_loss)``.  Deterministic (no randomness at all).
     """
@@ -211,7 +211,7 @@ def linearised_estimator(feature_map: FeatureMap, observed: torch.Tensor, x0: to
     iterations : Gauss-Newton steps (at least 1).
     chunk_size : examples whose Jacobians are held at once (memory ``chunk_size * n * p`` values).
 
-    Returns the estimates, shape ``(B, *input_shape)``, detached, in ``x0``'s dtype.
+    Returns the estimates, shape ``(B, *input_shape)``, detached, in the dtype of ``x0``.
     """
     _check_feature_map(feature_map)
     _check_tensor("observed", observed)

@@ -237,7 +237,7 @@ def jacobian_rank(feature_map, x: torch.Tensor, directions=None, rcond: float = 
     direction leaves the features exactly unchanged, so the HCR bound (5) itself is unbounded there.
 
     ``x`` has shape ``(b, *input_shape)``; the Jacobians are formed ``chunk_size`` examples at a time (memory
-    ``chunk_size * n * p`` values) in ``x``'s dtype, on ``x``'s device; use a float64 copy of the map
+    ``chunk_size * n * p`` values) in the dtype and on the device of ``x``; use a float64 copy of the map
     (:func:`float64_copy`) for a clean gap.
     """
     validation.integer("chunk_size", chunk_size)
@@ -559,7 +559,7 @@ def hcr_bound(feature_map, x, sigma, num_restarts: int = 25, num_power_iteration
     num_restarts : ``R`` (the paper: 25).
     num_power_iterations : ``i`` (the paper: 10, or 6 / 4 for CIFAR-10).
     diffdiv : ``1/s`` (the paper: 200, 500 or 1000).
-    generator : ``torch.Generator`` for the noise draws (on ``x``'s device or the CPU), drawn as one ``(R, B, n)``
+    generator : ``torch.Generator`` for the noise draws (on the device of ``x`` or the CPU), drawn as one ``(R, B, n)``
         block for all ``B`` examples before any chunk runs, so each example's start does not depend on
         ``chunk_size``; ``None`` means a CPU generator seeded 0.  The result is deterministic given the generator's
         state.
@@ -584,7 +584,7 @@ def hcr_bound(feature_map, x, sigma, num_restarts: int = 25, num_power_iteration
     lsqr_btol, iter_lim : scipy's ``btol`` (code: 1e-8) and iteration cap (``None``: scipy's ``2 x`` columns).
     exact_map : the same feature map in float64 (e.g. a ``double()`` copy of the model), used for the forward passes
         that give ``z_eps`` (steps 6-7) when the Jacobian products run in float32 (as the authors' code does, and
-        about twice as fast).  ``None``: ``feature_map`` itself, in ``x``'s dtype.
+        about twice as fast).  ``None``: ``feature_map`` itself, in the dtype of ``x``.
     chunk_size : at most this many examples go through Algorithm 1 together (memory about ``R * chunk_size``
         examples' activations and Jacobian products); larger batches run chunk after chunk and their results are
         concatenated.  Every example keeps its own noise draws, so chunking changes nothing with
@@ -592,8 +592,8 @@ def hcr_bound(feature_map, x, sigma, num_restarts: int = 25, num_power_iteration
         among one restart's examples within a chunk only.  Any ``B <= chunk_size`` is one chunk.
     progress : a tqdm bar over the ``i x S`` solves.
 
-    The JVP/VJPs run in ``x``'s dtype and device, LSQR on CPU float64 vectors.  The bound is rigorous only if
-    ``z_eps`` is accurate: give float64 inputs, or float32 inputs and a float64 ``exact_map``.
+    The JVP/VJPs run in the dtype and on the device of ``x``, LSQR on CPU float64 vectors.  The bound is rigorous
+    only if ``z_eps`` is accurate: give float64 inputs, or float32 inputs and a float64 ``exact_map``.
     """
     s = _sigma(sigma)
     if np.ndim(s) != 0:

@@ -186,7 +186,7 @@ def plot_subsampled_curves(curves: pd.DataFrame, *, steps: int, kappa: float):
              if curves["epsilon (RDP)"].min() <= t <= curves["epsilon (RDP)"].max()]
     ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.set_xlabel(f"ε at δ = 1e-5 after T = {steps} steps (RDP accountant)")
+    ax.set_xlabel(rf"$\varepsilon$ at $\delta=10^{{-5}}$ after $T = {steps}$ steps (RDP accountant)")
     ax.set_ylabel("reconstruction success bound γ (log scale)")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     ax.set_title("Prior-aware worst case: the sampling rate matters")

@@ -257,7 +257,7 @@ class Prior:
         """One line: where the prior comes from, its size, and its training."""
         line = f"prior: {self.source}, {self.parameters:,} parameters"
         if self.history:
-            line += (f", {len(self.history)} epochs in {self.seconds:.0f} s, Eq. (8) loss {self.history[0]:.3f} -> "
+            line += (f", {len(self.history)} epochs in {self.seconds:.0f} s, Eq. (8) loss {self.history[0]:.3f} → "
                      f"{self.history[-1]:.3f}")
         return line
 

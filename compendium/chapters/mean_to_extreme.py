@@ -515,7 +515,7 @@ def figure6_summary(table6: list[dict]) -> pd.DataFrame:
 def plot_figure6(five: torch.Tensor, tiles: list[torch.Tensor]):
     """The images of Figure 6, scenario (1): the originals (with their norms) and their reconstructions per sigma."""
     return plotting.image_grid(torch.stack([five.cpu(), *tiles], dim=0),
-                               ["original"] + [f"σ = {s:g}" for s in FIG6_SIGMAS],
+                               ["original"] + [f"σ = {s:.3g}" for s in FIG6_SIGMAS],
                                [f"|X| = {float(v):.1f}" for v in five.flatten(1).norm(dim=1).cpu()],
                                title="Figure 6 counterpart, scenario (1)")
 

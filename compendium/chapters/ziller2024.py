@@ -360,8 +360,8 @@ def describe_figure3_ncc(by_resolution: pd.DataFrame, C: float, sigma: float) ->
     standard deviation that eq. (7) depends on."""
     lo, hi = by_resolution.iloc[0], by_resolution.iloc[-1]
     res = " / ".join(f"{r:g}" for r in by_resolution["resolution [px]"])
-    return (f"C = {C:.4g}, sigma = {sigma:.3g}, at {res} px:\n"
-            f"  mean NCC {' / '.join(f'{v:.3f}' for v in by_resolution.NCC)} (x{hi.NCC / lo.NCC:.2f} from the lowest "
+    return (f"C = {C:.4g}, σ = {sigma:.3g}, at {res} px:\n"
+            f"  mean NCC {' / '.join(f'{v:.3f}' for v in by_resolution.NCC)} (×{hi.NCC / lo.NCC:.2f} from the lowest "
             f"to the highest resolution)\n  eq. (7)  {' / '.join(f'{v:.3f}' for v in by_resolution['eq. (7)'])}\n"
             f"  per-pixel sd {' / '.join(f'{v:.3f}' for v in by_resolution['pixel sd'])} "
             f"(x{hi['pixel sd'] / lo['pixel sd']:.2f})")

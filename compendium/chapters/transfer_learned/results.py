@@ -268,7 +268,7 @@ def baseline_check(pool: Pools, tau: float, *, set_sizes: tuple[int, ...], draws
         rate = float(hit[sets].any(1).double().mean())
         rows.append({"N": n, "kappa": kappa, "simulated TPR = FPR": rate,
                      "± SE": math.sqrt(max(rate * (1 - rate), 1e-12) / draws),
-                     "1 - (1 - kappa)^N": float(roc.baseline_tpr(kappa, n))})
+                     "1 − (1 − κ)ᴺ": float(roc.baseline_tpr(kappa, n))})
     return pd.DataFrame(rows)
 
 
