@@ -218,7 +218,8 @@ def expected_seconds(key: str, executed: Path, scale: str) -> float:
 
 
 def execute_chapters(keys: list[str], *, scale: str = "book", device: str = "auto", seed: int = 0,
-                     out_dir: Path = Path("_build/executed"), force: bool = False, jobs: int = 1) -> dict[str, Path]:
+                     out_dir: Path = Path("_build/executed"), force: bool = False, jobs: int = 1,
+                     processes: int | None = None) -> dict[str, Path]:
     """:func:`execute_chapter` for every chapter of ``keys`` into ``out_dir``; returns key -> executed notebook.
 
     With ``jobs > 1`` the chapters to execute (those not cached, or all with ``force``) run ``jobs`` at a time, each
@@ -226,9 +227,13 @@ def execute_chapters(keys: list[str], *, scale: str = "book", device: str = "aut
     longest first (:func:`expected_seconds`); a line says when each starts and ends, and a failed chapter's
     output is in the error raised once every chapter has ended, with all the failures.  On 2 cores two
     one-thread runs take half the time of one run after the other (the chapters are mostly too small to gain from a
-    second thread), so the build defaults to at least one job per core (:func:`default_jobs`)."""
+    second thread), so the build defaults to at least one job per core (:func:`default_jobs`).  ``processes`` is how
+    many processes share the cores, for the threads each run gets (default: the runs at once); a caller that runs
+    other processes beside these gives the total."""
     _check_run(scale, device, seed)
     jobs = _check_jobs(jobs)
+    if processes is not None:
+        validation.integer("processes", processes)
     out_dir = in_repository(out_dir)
     targets = {key: out_dir / chapters.chapter(key).notebook for key in keys}
     if jobs == 1:
@@ -241,7 +246,7 @@ def execute_chapters(keys: list[str], *, scale: str = "book", device: str = "aut
     for key in set(keys) - set(stale):
         print(f"[{key}] up to date, not re-executed: {targets[key]}", flush=True)
     stale.sort(key=lambda k: -expected_seconds(k, targets[k], scale))
-    env = thread_environment(min(jobs, len(stale) or 1))
+    env = thread_environment(processes or min(jobs, len(stale) or 1))
 
     def run(key: str) -> str | None:
         command = [sys.executable, "-m", "compendium", "run", key, "--scale", scale, "--device", device,

@@ -17,7 +17,7 @@ import os
 import subprocess
 import sys
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -32,8 +32,8 @@ BOOK_FIXTURES = {"book_work", "build_dir", "executed_notebooks", "nbval_reports"
 
 
 class BookWork:
-    """The session's book work, run in order in a daemon thread: every chapter executed at ``ci`` scale into
-    ``build_dir/executed``, nbval re-executing each (:func:`nbval_all`), and the site rendered into
+    """The session's book work, run in a daemon thread: every chapter executed at ``ci`` scale into
+    ``build_dir/executed`` and re-executed by nbval (:meth:`chapters`), then the site rendered into
     ``build_dir/html``.  Each step's result, or its error, is a future; the steps after a failed one fail with its
     error.  (Rendering beside nbval's processes instead of after them made neither finish sooner.)"""
 
@@ -43,18 +43,62 @@ class BookWork:
         threading.Thread(target=self._run, name="book work", daemon=True).start()
 
     def _run(self) -> None:
-        steps = [(self.executed, lambda: book.execute_chapters(list(chapters.registry()), scale="ci",
-                                                               out_dir=self.build_dir / "executed", jobs=JOBS)),
-                 (self.nbval, lambda: nbval_all(self.executed.result())),
-                 (self.site, lambda: book.build_book(scale="ci", out=self.build_dir, jobs=JOBS))]
-        for future, step in steps:
-            try:
-                future.set_result(step())
-            except BaseException as err:  # handed to every fixture that waits on this step or a later one
-                for rest in (self.executed, self.nbval, self.site):
-                    if not rest.done():
-                        rest.set_exception(err)
-                return
+        try:
+            self.chapters()
+            self.site.set_result(book.build_book(scale="ci", out=self.build_dir, jobs=JOBS))
+        except BaseException as err:  # handed to every fixture that waits on this step or a later one
+            for rest in (self.executed, self.nbval, self.site):
+                if not rest.done():
+                    rest.set_exception(err)
+
+    def chapters(self) -> None:
+        """Every chapter executed, then re-executed by :func:`nbval`, on :data:`JOBS` workers: a free worker executes
+        the longest chapter not yet executed, else re-executes the first one to have ended.  nbval's runs so start
+        while the last chapters execute, instead of a core idling until the longest one ends.  Sets
+        :attr:`executed` once every chapter has been executed, :attr:`nbval` at the end."""
+        out = self.build_dir / "executed"
+        keys = sorted(chapters.registry(),
+                      key=lambda k: -book.expected_seconds(k, out / chapters.chapter(k).notebook, "ci"))
+        tasks, executed, reports, failures = [("execute", key) for key in keys], {}, {}, []
+        executing = len(keys)  # executions not yet ended
+        ready = threading.Condition()
+
+        def worker() -> None:
+            nonlocal executing
+            while True:
+                with ready:
+                    while not tasks and executing:
+                        ready.wait()
+                    if not tasks:
+                        return
+                    kind, key = tasks.pop(0)
+                try:
+                    if kind == "nbval":
+                        reports[key] = nbval(executed[key])
+                        continue
+                    executed[key] = book.execute_chapters([key], scale="ci", out_dir=out, jobs=JOBS,
+                                                          processes=JOBS)[key]
+                except BaseException as err:
+                    failures.append(err)
+                if kind == "execute":
+                    with ready:
+                        executing -= 1
+                        tasks.extend([("nbval", key)] if key in executed else [])
+                        if not executing:
+                            if failures:
+                                self.executed.set_exception(failures[0])
+                            else:
+                                self.executed.set_result({key: executed[key] for key in keys})
+                        ready.notify_all()
+
+        workers = [threading.Thread(target=worker, name=f"book work {i}", daemon=True) for i in range(JOBS)]
+        for thread in workers:
+            thread.start()
+        for thread in workers:
+            thread.join()
+        if failures:
+            raise failures[0]
+        self.nbval.set_result({key: reports[key] for key in keys})
 
 
 def nbval(notebook: Path) -> tuple[int, str]:
@@ -66,12 +110,6 @@ def nbval(notebook: Path) -> tuple[int, str]:
         cwd=notebook.parent, capture_output=True, text=True, env=book.thread_environment(JOBS),
     )
     return result.returncode, result.stdout + result.stderr
-
-
-def nbval_all(executed: dict[str, Path]) -> dict[str, tuple[int, str]]:
-    """Chapter key -> :func:`nbval` of its executed notebook, :data:`JOBS` at once."""
-    with ThreadPoolExecutor(max_workers=JOBS) as pool:
-        return dict(zip(executed, pool.map(nbval, executed.values())))
 
 
 BOOK_WORK = pytest.StashKey[BookWork]()

@@ -43,6 +43,8 @@ def test_execute_chapter_validates_before_work(tmp_path: Path) -> None:
         book.execute_chapter(CHAPTER, seed=-3, out_dir=tmp_path)
     with pytest.raises(ValueError, match="jobs=0"):
         book.build_book(scale="ci", jobs=0, out=tmp_path)
+    with pytest.raises(ValueError, match="processes=0"):
+        book.execute_chapters([CHAPTER], scale="ci", jobs=2, processes=0, out_dir=tmp_path)
     with pytest.raises(ValueError, match="extra_parameters"):
         book.execute_chapter(CHAPTER, extra_parameters={"scale": "ci"}, out_dir=tmp_path)
     assert not any(tmp_path.iterdir())
