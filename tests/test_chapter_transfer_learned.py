@@ -91,7 +91,7 @@ def test_baseline_check_matches_its_closed_form():
     frame = chapter.baseline_check(pool, 0.0816, set_sizes=(10, 40), draws=4000,
                                    generator=torch.Generator().manual_seed(0))
     assert list(frame.N) == [10, 40] and frame.kappa.nunique() == 1 and frame.kappa.iloc[0] > 0.01
-    assert np.all(np.abs(frame["simulated TPR = FPR"] - frame["1 - (1 - kappa)^N"]) < 5 * frame["± SE"])
+    assert np.all(np.abs(frame["simulated TPR = FPR"] - frame["1 − (1 − κ)ᴺ"]) < 5 * frame["± SE"])
 
 
 @pytest.fixture(scope="module")

@@ -119,8 +119,8 @@ def test_figure3_resolutions_tables_and_sentence():
     assert by_res["pixel sd"].tolist() == pytest.approx([float(x.std(unbiased=False)) for x in images.values()])
     text = chapter.describe_figure3_ncc(by_res, 100.0, 0.01)
     lines = text.split("\n")
-    assert lines[0] == "C = 100, sigma = 0.01, at 4 / 8 px:" and len(lines) == 4
-    assert lines[1].startswith("  mean NCC 0.500 / 0.600 (x1.20") and lines[2] == "  eq. (7)  0.510 / 0.590"
+    assert lines[0] == "C = 100, σ = 0.01, at 4 / 8 px:" and len(lines) == 4
+    assert lines[1].startswith("  mean NCC 0.500 / 0.600 (×1.20") and lines[2] == "  eq. (7)  0.510 / 0.590"
     sd = by_res["pixel sd"]
     assert lines[3] == f"  per-pixel sd {sd[0]:.3f} / {sd[1]:.3f} (x{sd[1] / sd[0]:.2f})"
     wide = chapter.figure3_ncc_table(large)
