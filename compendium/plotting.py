@@ -6,6 +6,7 @@ dashed purple); our exact or corrected curves are dotted black.  Functions retur
 from __future__ import annotations
 
 import os
+import re
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -69,7 +70,7 @@ def metric_grid(frame, metrics, row: str, *, hue: str | None = None, theory=None
             for h in hues:
                 sub = frame[frame[row] == rv] if h is None else frame[(frame[row] == rv) & (frame[hue] == h)]
                 q = sub.groupby("sigma")[m].agg(mean="mean", lo=lambda s: s.quantile(0.1), hi=lambda s: s.quantile(0.9))
-                label = "experiment: mean, 10-90 %" if h is None else f"experiment, {h}{hue_unit}"
+                label = "experiment: mean, 10–90 %" if h is None else f"experiment, {h}{hue_unit}"
                 ax.errorbar(q.index * offsets[h], q["mean"], yerr=[q["mean"] - q.lo, q.hi - q["mean"]], fmt="o", ms=3.5,
                             elinewidth=1, capsize=0, color=colours[h], label=label, zorder=3)
             ax.set_xscale("log")
@@ -173,6 +174,23 @@ def sci(value: float, digits: int = 3) -> str:
     return power if mantissa == "1" else f"{mantissa}\u00a0×\u00a0{power}"
 
 
+#: ASCII spellings in a result table's column names and the symbols its page shows instead (a frame's own column
+#: names, which code indexes, are left as they are).
+HEADER_SYMBOLS = tuple((re.compile(pattern), symbol) for pattern, symbol in (
+    (r"\bsigma\b", "σ"), (r"\bkappa\b", "κ"), (r"\bdelta\b", "δ"), (r"\bepsilon\b", "ε"), (r"\bzeta\b", "ζ"),
+    (r"\btau\b", "τ"), (r"\bmu\b", "μ"), (r"\brho\b", "ρ"), (r"\bgamma\b", "γ"), (r"\balpha\b", "α"),
+    (r"\bbeta\b", "β"), (r"\beta\b", "η"), (r"\|\|", "‖"), (r"\|X\|", "‖X‖"), (r"<=", "≤"), (r">=", "≥"),
+    (r"->", "→"), (r"\blog10\b", "log₁₀"), (r"\bm_r\b", "mᵣ"), (r"^-", "−"), (r"\(N-1\)", "(N − 1)")))
+
+
+def header(name) -> str:
+    """A column name as a result table shows it: :data:`HEADER_SYMBOLS` replaced (``"sigma"`` -> ``"σ"``)."""
+    text = str(name)
+    for pattern, symbol in HEADER_SYMBOLS:
+        text = pattern.sub(symbol, text)
+    return text
+
+
 class Table:
     """A result table for a notebook: shown as the styled HTML table, with a plain-text form that is the table's
     content as displayed, rounded as in the HTML (a pandas ``Styler``'s own text form holds a memory address, which
@@ -225,6 +243,7 @@ def table(frame, *, digits: int = 4, formats: dict | None = None, caption: str |
     paper = [c for c in frame.columns if str(c).startswith(PAPER_PREFIXES)]
     if paper:
         styler = styler.set_properties(subset=paper, **{"background-color": "#f1f1f4", "font-style": "italic"})
+    styler = styler.relabel_index([header(c) for c in frame.columns], axis="columns")
     if caption:
         styler = styler.set_caption(caption)
     digest = hashlib.sha256(frame.to_csv().encode() + (caption or "").encode()).hexdigest()[:10]

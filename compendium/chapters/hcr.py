@@ -449,7 +449,6 @@ class Task:
     low: int  #: the low-frequency DCT block shown in the figures
     examples: int  #: the test images bounded
     iterations: tuple[int, int]  #: the repetitions ``i`` of the main and the limit run
-    figures: tuple[str, str]  #: the paper's histogram and visualisation figures
     paper_acc: tuple[float, float] | None  #: the paper's clean and dithered accuracy
     paper_kappa: float | None  #: the paper's kappa
     paper_modes: dict | None  #: the histogram modes of the paper's figures, read off them
@@ -476,13 +475,13 @@ def build_tasks(cfg: Settings, datasets: Datasets) -> dict[str, Task]:
     side_gray = datasets.gray_train[0].shape[-1]
     i_max = max(cfg.power_iterations)
     d = datasets
-    return {  # iterations: i of the main and the limit run; figures: the paper's histogram and visualisation figures
+    return {  # iterations: i of the main and the limit run
         "gray": Task(
             title=f"{cfg.gray_data} MLP", paper_name="MNIST", norm=d.gray_norm, train=d.gray_train, test=d.gray_test,
             model=models.MnistMLP(1, side_gray, 10, hidden=cfg.gray_hidden,
                                   generator=torch.Generator().manual_seed(cfg.seed)),
             epochs=cfg.gray_epochs, kappa=cfg.gray_kappa, diffdivs=cfg.gray_diffdivs, low=cfg.gray_low_freq,
-            examples=cfg.gray_examples, iterations=(i_max, i_max), figures=("Figure 1", "Figure 2"),
+            examples=cfg.gray_examples, iterations=(i_max, i_max),
             paper_acc=PAPER_ACCURACY["MNIST"], paper_kappa=PAPER_KAPPA["MNIST"],
             paper_modes={"main": (0.16, 0.42), "limit": (0.20, 0.47)},
             paper_sd=models.MNIST_NORMALIZATION[1]),
@@ -492,7 +491,6 @@ def build_tasks(cfg: Settings, datasets: Datasets) -> dict[str, Task]:
                                   generator=torch.Generator().manual_seed(cfg.seed)),
             epochs=cfg.gray_epochs, kappa=cfg.gray_cnn_kappa, diffdivs=cfg.gray_diffdivs, low=cfg.gray_low_freq,
             examples=cfg.gray_cnn_examples, iterations=(i_max, i_max),
-            figures=("Figure 1 (a CNN, not in the paper)", "Figure 2 (a CNN, not in the paper)"),
             paper_acc=None, paper_kappa=None, paper_modes=None, paper_sd=None),
         "colour": Task(
             title=f"{cfg.colour_data} CNN", paper_name="CIFAR-10", norm=d.colour_norm, train=d.colour_train,
@@ -501,7 +499,7 @@ def build_tasks(cfg: Settings, datasets: Datasets) -> dict[str, Task]:
                                   hidden=cfg.colour_hidden, generator=torch.Generator().manual_seed(cfg.seed)),
             epochs=cfg.colour_epochs, kappa=cfg.colour_kappa, diffdivs=cfg.colour_diffdivs, low=cfg.colour_low_freq,
             examples=cfg.colour_examples, iterations=(min(6, i_max), min(4, i_max)),
-            figures=("Figure 3", "Figure 4"), paper_acc=PAPER_ACCURACY["CIFAR-10"], paper_kappa=PAPER_KAPPA["CIFAR-10"],
+            paper_acc=PAPER_ACCURACY["CIFAR-10"], paper_kappa=PAPER_KAPPA["CIFAR-10"],
             paper_modes={"main": (0.08, 0.09), "limit": (0.065, 0.08)}, paper_sd=models.CIFAR_NORMALIZATION[1]),
     }
 

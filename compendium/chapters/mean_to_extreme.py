@@ -299,7 +299,7 @@ def plot_figure2(fig2: pd.DataFrame, regimes: dict, u_norms: np.ndarray):
                     ax.set_title(metric + (" [dB, R = 1]" if metric == "PSNR" else ""))
         handles = [*zip(*axes[0, 0].get_legend_handles_labels()), *zip(*axes[0, 2].get_legend_handles_labels())]
         fig.legend([h for h, _ in handles], [label for _, label in handles], loc="outside lower center", ncol=2)
-        fig.suptitle("Figure 2 counterpart: 100 samples of $\\mathcal{U}(0,1)^4$,\n$M = 100$, one opacus step each")
+        fig.suptitle("100 samples of $\\mathcal{U}(0,1)^4$,\n$M = 100$, one opacus step each")
     return fig
 
 
@@ -336,7 +336,7 @@ def plot_figure3():
             # the legend beside the row, outside the axes, where it covers no curve
             axes[i, 1].legend(*axes[i, 0].get_legend_handles_labels(), title=name, loc="center left",
                               bbox_to_anchor=(1.02, 0.5), frameon=False)
-        fig.suptitle("Figure 3 counterpart (closed form; dashed: expected values)")
+        fig.suptitle("Closed form; dashed: expected values")
     return fig, expected_psnr
 
 
@@ -423,7 +423,7 @@ def plot_figure4(fig4: pd.DataFrame, images: torch.Tensor, norms: np.ndarray):
         for ax, m in zip(axes.flat, shown):
             band = fig4.groupby("sigma")[m].agg(["mean", lambda v: v.quantile(0.1), lambda v: v.quantile(0.9)])
             ax.plot(band.index, band["mean"], "o-", ms=3, lw=1, color=plotting.EMPIRICAL,
-                    label="mean (10-90 % band)")
+                    label="mean (10–90 % band)")
             ax.fill_between(band.index, band.iloc[:, 1], band.iloc[:, 2], color=plotting.EMPIRICAL, alpha=0.2,
                             lw=0)
             for ys, label, colour, style in theory.get(m, []):
@@ -440,7 +440,7 @@ def plot_figure4(fig4: pd.DataFrame, images: torch.Tensor, norms: np.ndarray):
             axes[1, 2].legend(list(handles.values()), list(handles), loc="center", frameon=False)
         else:
             fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncol=3)
-        fig.suptitle(f"Figure 4 counterpart: {len(images)} images, C = 1, M = 10,\nagainst the noise multiplier σ")
+        fig.suptitle(f"{len(images)} images, C = 1, M = 10,\nagainst the noise multiplier σ")
     return fig
 
 
@@ -477,7 +477,7 @@ def plot_figure5(x0: torch.Tensor, fig5: pd.DataFrame, examples: dict):
     tiles = [x0[0].cpu()] + [(r - r.min()) / (r.max() - r.min()) for r in examples.values()]
     labels = ["original X"] + [f"a = {a:g}: MSE {m:.3g}" for a, m in zip(fig5.a, fig5["mean MSE"])]
     return plotting.image_grid(torch.stack(tiles)[None], [""], labels,
-                               title="Figure 5 counterpart: same picture, MSE × a²", size=2.2)
+                               title="The same picture, MSE × a²", size=2.2)
 
 
 FIG6_SIGMAS = (1e-3, 2.154e-3, 4.642e-3, 1e-2)
@@ -516,8 +516,8 @@ def plot_figure6(five: torch.Tensor, tiles: list[torch.Tensor]):
     """The images of Figure 6, scenario (1): the originals (with their norms) and their reconstructions per sigma."""
     return plotting.image_grid(torch.stack([five.cpu(), *tiles], dim=0),
                                ["original"] + [f"σ = {s:.3g}" for s in FIG6_SIGMAS],
-                               [f"|X| = {float(v):.1f}" for v in five.flatten(1).norm(dim=1).cpu()],
-                               title="Figure 6 counterpart, scenario (1)")
+                               [f"‖X‖ = {float(v):.1f}" for v in five.flatten(1).norm(dim=1).cpu()],
+                               title="Scenario (1)")
 
 
 # ---------------------------------------------------------------------------------------------------------------

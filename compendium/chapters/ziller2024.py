@@ -481,7 +481,7 @@ def plot_examples(images: torch.Tensor, norms, title: str, per_row: int = 4):
     fig = plotting.image_grid(grid, [""] * (k // per_row), [""] * per_row, title=title,
                               size=plotting.WIDTH / (per_row + 0.5))
     for ax, v in zip(fig.axes, norms[:k]):
-        ax.set_title(f"|X| = {v:.1f}")
+        ax.set_title(f"‖X‖ = {v:.1f}")
     return fig
 
 
