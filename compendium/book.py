@@ -229,7 +229,8 @@ def execute_chapters(keys: list[str], *, scale: str = "book", device: str = "aut
     one-thread runs take half the time of one run after the other (the chapters are mostly too small to gain from a
     second thread), so the build defaults to at least one job per core (:func:`default_jobs`).  ``processes`` is how
     many processes share the cores, for the threads each run gets (default: the runs at once); a caller that runs
-    other processes beside these gives the total."""
+    other processes beside these gives the total.  With ``jobs=1`` the chapters run in this process, one after the
+    other, and ``processes`` is not used."""
     _check_run(scale, device, seed)
     jobs = _check_jobs(jobs)
     if processes is not None:

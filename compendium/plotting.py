@@ -165,13 +165,15 @@ SUPERSCRIPTS = str.maketrans("0123456789-", "\u2070\u00b9\u00b2\u00b3\u2074\u207
 
 def sci(value: float, digits: int = 3) -> str:
     """``value`` to ``digits`` significant digits as a reader writes it: ``0.0123``, ``4.5 × 10⁻¹²`` (never
-    ``4.5e-12``; non-breaking spaces keep it on one line), ``10⁻⁵`` for ``1e-05``."""
+    ``4.5e-12``; non-breaking spaces keep it on one line), ``10⁻⁵`` for ``1e-05``, a minus sign (−) before a negative
+    one."""
     text = f"{value:.{digits}g}"
     if "e" not in text:  # also inf and nan
         return text
     mantissa, exponent = text.split("e")
     power = "10" + str(int(exponent)).translate(SUPERSCRIPTS)
-    return power if mantissa == "1" else f"{mantissa}\u00a0×\u00a0{power}"
+    sign, mantissa = ("\u2212", mantissa[1:]) if mantissa.startswith("-") else ("", mantissa)
+    return sign + (power if mantissa == "1" else f"{mantissa}\u00a0×\u00a0{power}")
 
 
 #: ASCII spellings in a result table's column names and the symbols its page shows instead (a frame's own column

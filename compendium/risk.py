@@ -110,7 +110,7 @@ def assess(query: RiskQuery) -> dict:
         out["psnr_upper_bound_db"] = float(zb.psnr_upper_bound(C, sigma=sigma, T=T, mean_sq_range=q.data_range**2))
         out["psnr_upper_bound_db_source"] = f"{ZILLER}, Prop. 2 eq. (6), data range R"
         out["psnr_upper_bound_corrected_db"] = out["psnr_upper_bound_db"] + float(zb.psnr_jensen_gap(N))
-        out["psnr_upper_bound_corrected_db_source"] = f"{ZILLER}, eq. (6) + Jensen gap Delta_N (the book's correction)"
+        out["psnr_upper_bound_corrected_db_source"] = f"{ZILLER}, eq. (6) + Jensen gap Δ_N (the book's correction)"
     else:
         out["expected_mse_lower_bound"] = float(mte.expected_mse(sigma=sigma, norm=m, T=T))
         out["expected_mse_lower_bound_source"] = f"{MTE}, Prop. 2 eq. (21) at the smallest norm, with Prop. 7"
@@ -132,8 +132,8 @@ def assess(query: RiskQuery) -> dict:
     if q.eta_psnr is not None:
         eta_hat = q.data_range**2 * 10 ** (-q.eta_psnr / 10)  # PSNR >= eta  <=>  MSE <= R^2 10^(-eta/10)
         out["psnr_success_probability"] = float(_mse_probability(eta_hat, q))
-        out["psnr_success_probability_source"] = (f"{ZILLER}, Prop. 7 (P(PSNR >= eta))" if m is None
-                                                  else f"{MTE}, Props. 4-5 eq. (25) (P(PSNR >= eta))")
+        out["psnr_success_probability_source"] = (f"{ZILLER}, Prop. 7 (P(PSNR ≥ η))" if m is None
+                                                  else f"{MTE}, Props. 4-5 eq. (25) (P(PSNR ≥ η))")
     if q.kappa is not None:
         out.update(_prior_aware_rows(q))
     if q.target_probability is not None:
@@ -169,8 +169,8 @@ def _prior_aware_rows(q: RiskQuery) -> dict:
         if q.target_success is not None:
             out["minimal_noise_multiplier_subsampled"] = rero.minimal_noise_multiplier_subsampled(
                 q.target_success, kappa=kappa, sample_rate=q.sample_rate, steps=T)
-            out["minimal_noise_multiplier_subsampled_source"] = ("smallest sigma whose exact subsampled ReRo bound "
-                                                                 "is at most target_success (bracketing, rel. 1e-3)")
+            out["minimal_noise_multiplier_subsampled_source"] = ("smallest σ whose exact subsampled ReRo bound "
+                                                                 "is at most target_success (bracketing, rel. 10⁻³)")
     elif q.target_success is not None:
         mu = stats.norm.ppf(q.target_success) - stats.norm.ppf(kappa)  # gamma = Phi(Phi^-1(kappa) + sqrt(T)/sigma)
         out["minimal_noise_multiplier_subsampled"] = float(np.sqrt(T) / mu)

@@ -55,13 +55,21 @@ class BookWork:
         """Every chapter executed, then re-executed by :func:`nbval`, on :data:`JOBS` workers: a free worker executes
         the longest chapter not yet executed, else re-executes the first one to have ended.  nbval's runs so start
         while the last chapters execute, instead of a core idling until the longest one ends.  Sets
-        :attr:`executed` once every chapter has been executed, :attr:`nbval` at the end."""
+        :attr:`executed` once every execution has ended (with every failed chapter's output in one error) and
+        :attr:`nbval` at the end (a chapter that failed to execute, or whose nbval run could not start, has a
+        failing report); raises the executions' error, if any, for the site."""
         out = self.build_dir / "executed"
         keys = sorted(chapters.registry(),
                       key=lambda k: -book.expected_seconds(k, out / chapters.chapter(k).notebook, "ci"))
-        tasks, executed, reports, failures = [("execute", key) for key in keys], {}, {}, []
+        tasks, executed, failed, reports = [("execute", key) for key in keys], {}, {}, {}
         executing = len(keys)  # executions not yet ended
         ready = threading.Condition()
+
+        def ended() -> None:  # called with the lock held, once, when the last execution ends
+            if failed:
+                self.executed.set_exception(book.ChapterExecutionError("\n\n".join(map(str, failed.values()))))
+            else:
+                self.executed.set_result({key: executed[key] for key in keys})
 
         def worker() -> None:
             nonlocal executing
@@ -72,33 +80,33 @@ class BookWork:
                     if not tasks:
                         return
                     kind, key = tasks.pop(0)
-                try:
-                    if kind == "nbval":
+                if kind == "nbval":
+                    try:
                         reports[key] = nbval(executed[key])
-                        continue
+                    except Exception as err:  # reported by that chapter's nbval test
+                        reports[key] = (1, f"nbval could not run: {err!r}")
+                    continue
+                try:
                     executed[key] = book.execute_chapters([key], scale="ci", out_dir=out, jobs=JOBS,
                                                           processes=JOBS)[key]
-                except BaseException as err:
-                    failures.append(err)
-                if kind == "execute":
-                    with ready:
-                        executing -= 1
-                        tasks.extend([("nbval", key)] if key in executed else [])
-                        if not executing:
-                            if failures:
-                                self.executed.set_exception(failures[0])
-                            else:
-                                self.executed.set_result({key: executed[key] for key in keys})
-                        ready.notify_all()
+                except Exception as err:
+                    failed[key] = err
+                with ready:
+                    executing -= 1
+                    if key in executed:
+                        tasks.append(("nbval", key))
+                    if not executing:
+                        ended()
+                    ready.notify_all()
 
         workers = [threading.Thread(target=worker, name=f"book work {i}", daemon=True) for i in range(JOBS)]
         for thread in workers:
             thread.start()
         for thread in workers:
             thread.join()
-        if failures:
-            raise failures[0]
-        self.nbval.set_result({key: reports[key] for key in keys})
+        self.nbval.set_result({key: reports.get(key, (1, f"not executed:\n{failed.get(key)}")) for key in keys})
+        if failed:
+            raise self.executed.exception()
 
 
 def nbval(notebook: Path) -> tuple[int, str]:

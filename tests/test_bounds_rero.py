@@ -72,6 +72,16 @@ def test_minimal_noise_multiplier_is_the_smallest_that_keeps_the_target():
     assert bound(sigma) <= 0.05 < bound(sigma * 0.99)
 
 
+def test_minimal_noise_multiplier_at_the_ends_of_its_range():
+    """A target the noiseless run already meets needs no noise; one the accountant cannot certify is refused after
+    a bounded search instead of doubling sigma forever."""
+    # q = 0.001, T = 10: the target is in no batch with probability 0.99, so success is at most 1 - 0.99 * 0.99
+    noiseless = 1 - (1 - 0.001) ** 10 * (1 - 0.01)
+    assert rero.minimal_noise_multiplier_subsampled(noiseless + 1e-3, kappa=0.01, sample_rate=0.001, steps=10) == 0.0
+    with pytest.raises(ValueError, match="below what the accountant certifies"):
+        rero.minimal_noise_multiplier_subsampled(0.01 + 1e-9, kappa=0.01, sample_rate=1.0, steps=1)
+
+
 @pytest.mark.parametrize("call, match", [
     (lambda: rero.rero_bound_subsampled(0.1, noise_multiplier=1.0, sample_rate=0.0, steps=10), "sample_rate=0.0"),
     (lambda: rero.rero_bound_subsampled(0.1, noise_multiplier=1.0, sample_rate=1.5, steps=10), "sample_rate=1.5"),

@@ -122,7 +122,7 @@ def test_figure3_resolutions_tables_and_sentence():
     assert lines[0] == "C = 100, σ = 0.01, at 4 / 8 px:" and len(lines) == 4
     assert lines[1].startswith("  mean NCC 0.500 / 0.600 (×1.20") and lines[2] == "  eq. (7)  0.510 / 0.590"
     sd = by_res["pixel sd"]
-    assert lines[3] == f"  per-pixel sd {sd[0]:.3f} / {sd[1]:.3f} (x{sd[1] / sd[0]:.2f})"
+    assert lines[3] == f"  per-pixel sd {sd[0]:.3f} / {sd[1]:.3f} (×{sd[1] / sd[0]:.2f})"
     wide = chapter.figure3_ncc_table(large)
     assert list(wide.columns) == ["σ", "NCC, 4 px", "NCC, 8 px", "bound (8), 4 px", "bound (8), 8 px"]
     assert wide["NCC, 8 px"].tolist() == [0.6, 0.01]

@@ -160,12 +160,18 @@ def rero_bound_subsampled(kappa, *, noise_multiplier: float, sample_rate: float,
     return 1.0 - curve.estimate(k), 1.0 - curve.certified(k)
 
 
+#: The most doublings or halvings of sigma :func:`minimal_noise_multiplier_subsampled` tries from its first guess.
+MAX_BRACKET_STEPS = 10
+
+
 def minimal_noise_multiplier_subsampled(target, *, kappa: float, sample_rate: float, steps: int,
                                         eps_error: float = 1e-3, delta_error: float = 1e-10,
                                         rtol: float = 1e-3) -> float:
     """The smallest noise multiplier whose certified ReRo bound (:func:`rero_bound_subsampled`) is at most
     ``target``, by bracketing and Brent's method on ``log sigma`` (the bound falls as sigma grows), to relative
-    precision ``rtol``.  ``target`` must exceed ``kappa``: the prior alone already succeeds with ``kappa``."""
+    precision ``rtol``.  ``target`` must exceed ``kappa``: the prior alone already succeeds with ``kappa``.  A target
+    at or above the noiseless bound ``1 - (1 - q)^T (1 - kappa)`` needs no noise (0 is returned); one too close to
+    ``kappa`` for the accountant's precision raises ``ValueError``."""
     target = validation.probability("target", target)
     kappa = validation.probability("kappa", kappa)
     if target <= kappa:
@@ -185,13 +191,26 @@ def minimal_noise_multiplier_subsampled(target, *, kappa: float, sample_rate: fl
     # root for DP-SGD's usual q and T: a bracket 10 % either side of it saves Brent's method half its evaluations,
     # each a privacy-loss composition.  Where the approximation is off the bracket widens by factors of 2 (small
     # sigmas need a long, fine privacy-loss grid: stop at the first unsafe one).
+    if target >= 1 - (1 - sample_rate) ** steps * (1 - kappa):
+        return 0.0  # met without noise: the target is in no batch with probability (1 - q)^T, and then only the prior
     mu = stats.norm.ppf(target) - stats.norm.ppf(kappa)
     guess = -0.5 * np.log(np.log1p((mu / (sample_rate * np.sqrt(steps))) ** 2))
     lo, hi = guess - np.log(1.1), guess + np.log(1.1)
-    while excess(lo) <= 0:       # safe: try less noise
-        lo, hi = lo - np.log(2.0), lo
-    while excess(hi) > 0:        # unsafe: more noise
-        lo, hi = hi, hi + np.log(2.0)
+    for _ in range(MAX_BRACKET_STEPS):
+        if excess(lo) > 0:
+            break
+        lo, hi = lo - np.log(2.0), lo  # safe: try less noise
+    else:
+        raise ValueError(f"target={target!r}: no noise multiplier above sigma = {np.exp(lo):.3g} exceeds it, yet "
+                         "the noiseless bound does; give a smaller target")
+    for _ in range(MAX_BRACKET_STEPS):
+        if excess(hi) <= 0:
+            break
+        lo, hi = hi, hi + np.log(2.0)  # unsafe: more noise
+    else:
+        raise ValueError(f"target={target!r} is below what the accountant certifies even at sigma = {np.exp(hi):.3g}: "
+                         f"the bound tends to kappa={kappa!r} plus its numerical error (eps_error={eps_error!r}); "
+                         "give a larger target or a smaller eps_error")
     # Brent's root is within xtol of the exact one on either side: stepping up by xtol lands on the safe side.
     xtol = np.log1p(rtol) / 2
     return float(np.exp(optimize.brentq(excess, lo, hi, xtol=xtol) + xtol))

@@ -364,7 +364,7 @@ def describe_figure3_ncc(by_resolution: pd.DataFrame, C: float, sigma: float) ->
             f"  mean NCC {' / '.join(f'{v:.3f}' for v in by_resolution.NCC)} (×{hi.NCC / lo.NCC:.2f} from the lowest "
             f"to the highest resolution)\n  eq. (7)  {' / '.join(f'{v:.3f}' for v in by_resolution['eq. (7)'])}\n"
             f"  per-pixel sd {' / '.join(f'{v:.3f}' for v in by_resolution['pixel sd'])} "
-            f"(x{hi['pixel sd'] / lo['pixel sd']:.2f})")
+            f"(×{hi['pixel sd'] / lo['pixel sd']:.2f})")
 
 
 _VARIED = {"baseline": "baseline", "sigma": "σ", "C": "C", "N": "N", "T": "T", "kappa": "κ"}
