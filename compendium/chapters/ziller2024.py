@@ -374,7 +374,7 @@ def _setting(value: float) -> str:
     """A parameter value of Table 1 for a narrow cell: the powers of ten from 10^3 up and from 10^-3 down as 10ᵏ."""
     k = np.log10(value)
     if k == round(k) and abs(k) >= 3:
-        return "10" + str(int(round(k))).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
+        return "10" + str(int(round(k))).translate(plotting.SUPERSCRIPTS)
     return f"{value:g}"
 
 
