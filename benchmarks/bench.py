@@ -5,13 +5,14 @@
 Budgets: the test suite (``python -m pytest -q``, printed with its 25 slowest tests) under 600 s with all five
 chapters, of which each chapter's ``ci`` execution (printed per chapter) is a part; one exact subsampled ReRo bound
 for T = 1000 steps under 2 s; batched shadow-head training at least 50 times faster per head than a loop over heads
-(the row's time is for 5,000 heads); the transfer-learning chapter within 60 s at ``ci`` and 6 min at ``book``
-scale, the diffusion chapter within 60 s and 8 min (with its prior's training time and the time of one DPS and one
-DSG reconstruction printed); the whole book at ``book`` scale (every chapter executed afresh, as many at once as
-``make book`` runs them, ``book.default_jobs``, then rendered) under 900 s, with its speed-up over the chapters' own
-times one after the other (the ``book`` rows above, measured in the same run). Chapters are executed with ``force``
-into a temporary folder, so the timings never come from the cache and ``_build`` is left alone. Exits 1 when
-anything fails or is over budget.
+(the row's time is for 5,000 heads); two of the transfer-learning chapter's attacks side by side against one after
+another (the ratio, and the same tables: the row fails if they differ); the transfer-learning chapter within 60 s at
+``ci`` and 6 min at ``book`` scale, the diffusion chapter within 60 s and 8 min (with its prior's training time and
+the time of one DPS and one DSG reconstruction printed); the whole book at ``book`` scale (every chapter executed
+afresh, as many at once as ``make book`` runs them, ``book.default_jobs``, then rendered) under 900 s, with its
+speed-up over the chapters' own times one after the other (the ``book`` rows above, measured in the same run).
+Chapters are executed with ``force`` into a temporary folder, so the timings never come from the cache and
+``_build`` is left alone. Exits 1 when anything fails or is over budget.
 """
 from __future__ import annotations
 
@@ -173,6 +174,32 @@ def reconstructor_step_speedup(steps: int = 300) -> dict[str, float]:
             "speedup": seconds["default"] / seconds["fused"]}
 
 
+def side_by_side_speedup(steps: int = 1500) -> dict[str, float]:
+    """The transfer-learning chapter's attacks at N = 10 and N = 40 (its ``ci`` settings with ``steps`` reconstructor
+    steps each), one after another on torch's threads as they are set, and side by side by
+    :func:`~compendium.chapters.transfer_learned.experiments.run_attacks` (one thread each): milliseconds per step
+    of each, their ratio, and the largest difference of the two runs' H0 tables (0: the same attacks)."""
+    import torch
+
+    from compendium.chapters import transfer_learned as tl
+
+    cfg = tl.settings("ci", "cpu", reconstructor_steps=steps)
+    pool = tl.pools(cfg)
+    extractor = tl.feature_extractor(cfg, pool)
+    specs = [tl.Attack(10), tl.Attack(40)]
+    seconds, results = {}, {}
+    for name, workers in (("one after another", 1), ("side by side", 2)):
+        start = time.perf_counter()
+        results[name] = tl.run_attacks(cfg, pool, extractor, specs, workers=workers)
+        seconds[name] = time.perf_counter() - start
+    total_steps = sum(len(r.history["loss"]) * math.ceil(cfg.shadow_train / 32) for r in results["side by side"])
+    difference = max(float((a.h0 - b.h0).abs().max()) for a, b in zip(*results.values()))
+    return {"sequential_ms": 1e3 * seconds["one after another"] / total_steps,
+            "threads": torch.get_num_threads(),
+            "side_by_side_ms": 1e3 * seconds["side by side"] / total_steps,
+            "speedup": seconds["one after another"] / seconds["side by side"], "difference": difference}
+
+
 def paper_heads_minutes(heads: int = 20_000, features: int = 256) -> dict[int, float]:
     """Minutes to train the paper's 2.56 million MNIST heads per ``N`` (Table 3's recipe on 256 VGGtiny-sized
     features; random non-negative features stand in for them), extrapolated from ``heads`` heads trained at once.
@@ -250,6 +277,11 @@ def main(argv: list[str] | None = None) -> int:
     adam = reconstructor_step_speedup()
     rows.append((f"reconstructor Adam step: fused x{adam['speedup']:.1f} ({adam['fused_ms']:.2f} vs "
                  f"{adam['default_ms']:.2f} ms)", adam["fused_ms"] / 1e3, None, True))
+    both = side_by_side_speedup()
+    rows.append((f"two reconstructors side by side: x{both['speedup']:.2f} ({both['side_by_side_ms']:.2f} vs "
+                 f"{both['sequential_ms']:.2f} ms/step on {both['threads']} threads; "
+                 f"max |H0 diff| {both['difference']:.0e})", both["side_by_side_ms"] / 1e3, None,
+                 both["difference"] == 0))
     minutes = paper_heads_minutes()
     rows.append((f"2.56e6 MNIST-sized heads: N=10 {minutes[10]:.1f} min, N=40 {minutes[40]:.1f} min "
                  "(authors: 3.2 / 6.1 CPU h)", 60 * minutes[40], None, True))

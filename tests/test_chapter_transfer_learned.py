@@ -377,6 +377,22 @@ def test_training_variants_change_the_recipe_as_section_3_2_says():
                              noise_multiplier=1.0, max_grad_norm=1.0)
 
 
+def test_attacks_side_by_side_are_the_attacks_one_after_another(tiny_attack):
+    cfg, pool, extractor, result = tiny_attack
+    specs = [chapter.Attack(10), chapter.Attack(20)]
+    threads = torch.get_num_threads()
+    both = chapter.run_attacks(cfg, pool, extractor, specs, workers=2)
+    assert torch.get_num_threads() == threads  # restored after the workers' one thread each
+    assert [r.set_size for r in both] == [10, 20]
+    assert torch.equal(both[1].h0, result.h0) and torch.equal(both[1].h1, result.h1)
+    alone = chapter.run_attack(cfg, pool, extractor, specs[0], progress=False)
+    assert torch.equal(both[0].h0, alone.h0) and both[0].history == alone.history
+    with pytest.raises(ValueError, match="allowed: an Attack"):
+        chapter.run_attacks(cfg, pool, extractor, [specs[0], 20])
+    with pytest.raises(ValueError, match="workers"):
+        chapter.run_attacks(cfg, pool, extractor, specs, workers=0)
+
+
 def test_variant_sweep_rows_beside_the_papers_rates(tiny_attack):
     cfg, pool, extractor, _ = tiny_attack
     assert chapter.variant_sweep(cfg, pool, extractor).empty  # none at ci

@@ -8,6 +8,7 @@ import hashlib
 import math
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -295,6 +296,34 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, spec: Attack, *
                         statistics, val_w, val_sets, surrogate, history, seconds, conditional, identity, scores)
 
 
+def run_attacks(cfg: Settings, pool: Pools, extractor: Extractor, specs: list[Attack], *, workers: int | None = None,
+                progress: bool = False) -> list[AttackResult]:
+    """:func:`run_attack` for each of ``specs``, the results in the same order, ``workers`` attacks at a time on Python
+    threads with one math-library thread each (default: as many as ``torch.get_num_threads()``, so one at a time on
+    a GPU or where a book build gives each chapter one core). The reconstructor's small matrix products (batches of
+    32 heads) keep two cores busier as two trainings side by side than as one training on two threads
+    (``benchmarks/bench.py`` measures the ratio). Each attack draws only from generators of its own, so the results
+    are those of the attacks run one after another; the first error is raised once every attack has ended."""
+    specs = list(specs)
+    for spec in specs:
+        if not isinstance(spec, Attack):
+            raise ValueError(f"spec={spec!r}; allowed: an Attack (compendium.attacks.transfer_heads.Attack)")
+    if workers is None:
+        workers = 1 if resolve_device(cfg.device).type != "cpu" else torch.get_num_threads()
+    validation.integer("workers", workers)
+    workers = min(workers, len(specs))
+    if workers <= 1:
+        return [run_attack(cfg, pool, extractor, spec, progress=progress) for spec in specs]
+    threads = torch.get_num_threads()
+    try:
+        with ThreadPoolExecutor(workers, initializer=torch.set_num_threads, initargs=(1,)) as threads_pool:
+            futures = [threads_pool.submit(run_attack, cfg, pool, extractor, spec, progress=progress)
+                       for spec in specs]
+        return [future.result() for future in futures]
+    finally:
+        torch.set_num_threads(threads)
+
+
 def clipping_sweep(cfg: Settings, pool: Pools, extractor: Extractor, norms: tuple[float, ...], *,
                    heads: int = 200) -> pd.DataFrame:
     """Step (3) of the paper's DP-SGD procedure (Section 4): the heads' test accuracy with clipping alone (DP-SGD at
@@ -326,10 +355,9 @@ def dp_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: Attack
     rows = [{"noise multiplier": 0.0, "eps_prv": math.inf, "eps_rdp": math.inf, "eps_prv_stated_q": math.inf,
              **_rates_row(reference)}]
     shown = {0.0: reconstruction_examples(reference, pool, heads=examples)}
-    for sigma in cfg.dp_noise_multipliers:
-        spec = Attack(cfg.dp_set_size, shadow_train=cfg.dp_shadow_train, noise_multiplier=sigma,
-                      steps=cfg.dp_reconstructor_steps)
-        result = run_attack(cfg, pool, extractor, spec, progress=progress)
+    specs = [Attack(cfg.dp_set_size, shadow_train=cfg.dp_shadow_train, noise_multiplier=sigma,
+                    steps=cfg.dp_reconstructor_steps) for sigma in cfg.dp_noise_multipliers]
+    for sigma, result in zip(cfg.dp_noise_multipliers, run_attacks(cfg, pool, extractor, specs, progress=progress)):
         rows.append({"noise multiplier": sigma, **epsilons(recipe, sigma), **_rates_row(result)})
         shown[sigma] = reconstruction_examples(result, pool, heads=examples)
     return pd.DataFrame(rows), shown
@@ -346,16 +374,14 @@ def factor_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: At
     """Section 3.2's factors at ``N = 10`` (Fig. 3a and 3b): the attack re-run with each number of training shadow
     heads in ``cfg.shadow_counts`` and with each initialisation standard deviation in ``cfg.init_stds``; one row per
     run (the reference run, ``cfg.shadow_train`` heads at ``cfg.head_init_std``, is included in both)."""
-    rows = []
-    for count in sorted({*cfg.shadow_counts, cfg.shadow_train}):
-        result = reference if count == cfg.shadow_train else run_attack(
-            cfg, pool, extractor, Attack(10, shadow_train=count), progress=progress)
-        rows.append({"factor": "shadow heads", "value": count, **_rates_row(result)})
-    for std in sorted({*cfg.init_stds, cfg.head_init_std}):
-        result = reference if std == cfg.head_init_std else run_attack(
-            cfg, pool, extractor, Attack(10, init_std=std), progress=progress)
-        rows.append({"factor": "init std", "value": std, **_rates_row(result)})
-    return pd.DataFrame(rows)
+    runs = {("shadow heads", count): Attack(10, shadow_train=count) for count in cfg.shadow_counts
+            if count != cfg.shadow_train}
+    runs |= {("init std", std): Attack(10, init_std=std) for std in cfg.init_stds if std != cfg.head_init_std}
+    results = dict(zip(runs, run_attacks(cfg, pool, extractor, list(runs.values()), progress=progress)))
+    results |= {("shadow heads", cfg.shadow_train): reference, ("init std", cfg.head_init_std): reference}
+    return pd.DataFrame([{"factor": factor, "value": value, **_rates_row(results[factor, value])}
+                         for factor in ("shadow heads", "init std")
+                         for value in sorted(v for f, v in results if f == factor)])
 
 
 def binary_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: AttackResult,
@@ -368,8 +394,8 @@ def binary_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: At
     experiment = PAPER_ROW[cfg.dataset]
     paper = lambda rates: {"paper TPR*": rates[0], "paper FPR*": rates[1]}
     rows = [{"heads": "10-class (Table 3)", **_rates_row(reference), **paper(PAPER_TABLE1[experiment][10])}]
-    for canonical in cfg.binary_variants:
-        result = run_attack(cfg, pool, extractor, Attack(10, task="binary", canonical=canonical), progress=progress)
+    specs = [Attack(10, task="binary", canonical=canonical) for canonical in cfg.binary_variants]
+    for canonical, result in zip(cfg.binary_variants, run_attacks(cfg, pool, extractor, specs, progress=progress)):
         rows.append({"heads": "binary (Table 6), hidden units ordered" if canonical else "binary (Table 6)",
                      **_rates_row(result), **paper((np.nan, np.nan) if canonical else PAPER_BINARY[experiment])})
     return pd.DataFrame(rows)
@@ -387,12 +413,13 @@ def variant_sweep(cfg: Settings, pool: Pools, extractor: Extractor, progress: bo
     runs and the table is empty."""
     experiment = PAPER_ROW[cfg.dataset]
     changes = [*cfg.training_variants, *([OOD] if cfg.ood else [])]
+    changes = [None, *changes] if changes else []
+    variants = [change if change in TRAINING_VARIANTS else None for change in changes]
+    specs = [Attack(10, shadow_train=cfg.variant_shadow_train, steps=cfg.variant_reconstructor_steps,
+                    variant=variant, ood=change == OOD) for change, variant in zip(changes, variants)]
     rows = []
-    for change in (None, *changes) if changes else ():
-        variant = change if change in TRAINING_VARIANTS else None
-        spec = Attack(10, shadow_train=cfg.variant_shadow_train, steps=cfg.variant_reconstructor_steps,
-                      variant=variant, ood=change == OOD)
-        result = run_attack(cfg, pool, extractor, spec, progress=progress)
+    for change, variant, result in zip(changes, variants, run_attacks(cfg, pool, extractor, specs,
+                                                                      progress=progress)):
         paper = PAPER_TABLE1[experiment][10][:2] if change is None else PAPER_VARIANTS.get(change, {}).get(
             experiment, (np.nan, np.nan))
         rows.append({"change": "none (Table 3's full-batch SGD)" if change is None else change,
