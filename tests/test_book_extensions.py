@@ -1,0 +1,44 @@
+"""The book's own Sphinx extensions (``book/_ext``), as functions."""
+import importlib.util
+
+import pytest
+
+from compendium.base import repository_root
+
+
+def _extension(name: str):
+    spec = importlib.util.spec_from_file_location(name, repository_root() / "book" / "_ext" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+docmath = _extension("docmath")
+
+
+@pytest.mark.parametrize("ascii_text, shown", [
+    ("sigma^2 [(A^T A)^-1]_kk", "σ² [(Aᵀ A)⁻¹]ₖₖ"),
+    ("||g||^2 = ||delta||^2 ||a||^2", "‖g‖² = ‖δ‖² ‖a‖²"),
+    ("sigma >= Delta sqrt(2 ln(1.25/delta)) / eps", "σ ≥ Δ √(2 ln(1.25/δ)) / ε"),
+    ("1/2 (beta lambda_min(J_g^T J_g)) sum_i sigma_i^2", "1/2 (β λ_min(J_gᵀ J_g)) ∑ᵢ σᵢ²"),
+    ("C(K,k)|D|^-k -> x^(-1)", "C(K,k)|D|⁻ᵏ → x⁻¹"),
+    ("w = (J^T J)^{-1} e_k", "w = (Jᵀ J)⁻¹ eₖ"),
+    ("g = g0(x0) + N(0, sigma1^2), a = sqrt(T) / sigma", "g = g₀(x₀) + N(0, σ₁²), a = √T / σ"),
+    ("<g, T> = sum (T U) * D, 1 < 2, 3 > 2", "⟨g, T⟩ = ∑ (T U) * D, 1 < 2, 3 > 2"),
+    ("10^(-eta/10) log10", "10^(-η/10) log10"),
+    ("x <- A^+ X, E_theta[phi_sigma] >= 0", "x ← A⁺ X, E_θ[φ_σ] ≥ 0"),
+    # what Unicode cannot raise or lower stays; names are not split
+    ("(2 pi sigma^2)^(-d/2)", "(2 π σ²)^(-d/2)"),
+    ("noise_multiplier = sigma / C_g, mu_hat", "noise_multiplier = σ / C_g, μ_hat"),
+    ("beta + zeta + eta + mu", "β + ζ + η + μ"),
+])
+def test_formula_in_unicode(ascii_text: str, shown: str) -> None:
+    assert docmath.formula(ascii_text) == shown
+
+
+def test_only_formula_literals_are_rewritten_in_a_docstring() -> None:
+    lines = ["The bound ``sigma^2 [(A^T A)^-1]_kk`` with ``sigma`` the noise (``cfg.seed``,",
+             "``torch.float64``, ``x.grad = None``) and ``eps`` for ``eps <=", "1``, ``x0 - theta``."]
+    docmath.process_docstring(None, "function", "f", None, {}, lines)
+    assert lines == ["The bound ``σ² [(Aᵀ A)⁻¹]ₖₖ`` with ``sigma`` the noise (``cfg.seed``,",
+                     "``torch.float64``, ``x.grad = None``) and ``eps`` for ``ε ≤", "1``, ``x₀ - θ``."]
