@@ -42,3 +42,13 @@ def test_only_formula_literals_are_rewritten_in_a_docstring() -> None:
     docmath.process_docstring(None, "function", "f", None, {}, lines)
     assert lines == ["The bound ``σ² [(Aᵀ A)⁻¹]ₖₖ`` with ``sigma`` the noise (``cfg.seed``,",
                      "``torch.float64``, ``x.grad = None``) and ``eps`` for ``ε ≤", "1``, ``x₀ - θ``."]
+
+
+def test_parameter_lines_become_descriptions_and_closing_prose_moves_up() -> None:
+    lines = ["Invert it.", "", "Parameters", "----------", "steps : number of Adam steps (at least 1).",
+             "lsqr_btol, iter_lim : scipy's ``btol`` and cap; a long", "    description.", "",
+             "Returns an :class:`InversionResult`.", "Deterministic.", "", "Notes", "-----", "text"]
+    assert docmath.parameters_as_descriptions(lines) == [
+        "Invert it.", "", "Returns an :class:`InversionResult`.", "Deterministic.", "", "", "Parameters",
+        "----------", "steps", "    number of Adam steps (at least 1).", "lsqr_btol, iter_lim",
+        "    scipy's ``btol`` and cap; a long", "    description.", "", "Notes", "-----", "text"]

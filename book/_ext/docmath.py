@@ -4,8 +4,9 @@ extension shows it as ``σ² [(AᵀA)⁻¹]ₖₖ``.  Only literals that hold an
 `` - `` ...) are rewritten, and names with a dot or two underscores in a row never are, so a literal that names a
 parameter, a function or a setting (``noise_multiplier``, ``cfg.seed``) is left as the code spells it.
 
-Connected to autodoc's ``autodoc-process-docstring`` event (``_config.yml``: ``local_extensions``); the docstrings
-themselves are not changed.
+Connected to autodoc's ``autodoc-process-docstring`` event (``_config.yml``: ``local_extensions``), together with
+:func:`parameters_as_descriptions`, which lets napoleon read the docstrings' parameter lists; the docstrings themselves
+are not changed.
 """
 from __future__ import annotations
 
@@ -68,11 +69,50 @@ def literal(match: re.Match) -> str:
     return f"``{formula(body)}``"
 
 
+PARAMETER = re.compile(r"^(\s*)([\w*]+(?:, [\w*]+)*) : (.*)$")
+
+
+def parameters_as_descriptions(lines: list[str]) -> list[str]:
+    """The docstrings' NumPy-style "Parameters" sections write ``name : what it is`` on one line, which napoleon
+    would read as ``name : type``: each becomes ``name`` with ``what it is`` under it.  A paragraph after the
+    parameters that does not start with a name (``Returns ...``, a closing remark) would be read as one more
+    parameter: it moves before the section."""
+    out, i = [], 0
+    while i < len(lines):
+        if not (lines[i].strip() == "Parameters" and i + 1 < len(lines) and set(lines[i + 1].strip()) == {"-"}):
+            out.append(lines[i])
+            i += 1
+            continue
+        end = i + 2
+        while end < len(lines) and not (end + 1 < len(lines) and lines[end].strip()
+                                        and set(lines[end + 1].strip()) == {"-"}):
+            end += 1
+        body = lines[i + 2:end]
+        indent = min((len(line) - len(line.lstrip()) for line in body if line.strip()), default=0)
+        fields, trailing = [], []
+        for k, line in enumerate(body):
+            starts = line.strip() and len(line) - len(line.lstrip()) == indent
+            if trailing or (starts and k and not body[k - 1].strip() and not PARAMETER.match(line)):
+                trailing.append(line[indent:] if line.strip() else "")
+                continue
+            match = PARAMETER.match(line) if starts else None
+            fields += [f"{match[1]}{match[2]}", f"{match[1]}    {match[3]}"] if match else [line]
+        out += [*trailing, *([""] if trailing else []), lines[i], lines[i + 1], *fields]
+        i = end
+    return out
+
+
+def process_parameters(app, what, name, obj, options, lines: list[str]) -> None:
+    """autodoc's hook, before napoleon's: :func:`parameters_as_descriptions`."""
+    lines[:] = parameters_as_descriptions(lines)
+
+
 def process_docstring(app, what, name, obj, options, lines: list[str]) -> None:
     """autodoc's hook: the docstring's lines with their formulas rewritten (a literal may span lines)."""
     lines[:] = LITERAL.sub(literal, "\n".join(lines)).split("\n")
 
 
 def setup(app):
+    app.connect("autodoc-process-docstring", process_parameters, priority=400)  # napoleon's runs at 500
     app.connect("autodoc-process-docstring", process_docstring)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -60,6 +60,8 @@ IDENTITY_TASKS = {"digits": {**_CELEBA_ROW, "lr": 0.05}, "mnist": _CELEBA_ROW, "
 #: The attacked heads' (and so the shadow heads') training changed by Section 3.2's points 5 and 7, N = 10; one epoch
 #: or 512 instead of Table 3's, Adam instead of SGD (same lr and weight decay), mini-batches of N / 2 (taken in the
 #: set's class order every epoch, as the authors' unshuffled DataLoader: classes 0-4, then 5-9).
+#:
+#: :meta hide-value:
 TRAINING_VARIANTS = {
     "1 epoch": dict(epochs_offset=1, epochs_per_five=0),
     "512 epochs": dict(epochs_offset=512, epochs_per_five=0),

@@ -7,7 +7,7 @@ Setting (Corollary 1): the adversary replaces the network by one bias-free linea
 ``beta c X + N(0, C^2 sigma^2 I_N)`` with ``beta = min(1, C / (sqrt(M) |c| ||X||_2))``.  Knowing ``beta``
 (assumption A*), the adversary averages the rows and divides by ``beta c``:
 
-    X_hat ~ N(X, sigma^2 max(||X||^2, C^2 / (M c^2)) I_N)         (eq. 17 with eq. 10's beta: reconstruction_variance)
+    ``X_hat ~ N(X, sigma^2 max(||X||^2, C^2 / (M c^2)) I_N)``   (eq. 17 with eq. 10's beta: reconstruction_variance)
 
 which is ``N(X, sigma^2 ||X||^2 I_N)`` (eq. 20) once ``M c^2 >= (C / m)^2``, ``m`` the smallest non-zero norm in the
 data set.  Averaging ``T`` matched releases (Proposition 7) replaces ``sigma^2`` by ``sigma^2 / T`` everywhere.

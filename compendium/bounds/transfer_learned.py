@@ -11,7 +11,7 @@ Appendix A.1 fits Gaussians ``N(mu0, sigma0^2)`` (under ``H0``) and ``N(mu1, sig
   threshold gives the binormal ROC, Eq. (6) (:func:`analytic_tpr`)
 
       ``TPR = 1/2 - 1/2 erf((mu0 - mu1) / (sqrt(2) sigma0) + (sigma1 / sigma0) erf^{-1}(1 - 2 FPR))``
-      ``    = Phi_N((mu1 - mu0) / sigma0 + (sigma1 / sigma0) Phi_N^{-1}(FPR))``;
+      ``= Phi_N((mu1 - mu0) / sigma0 + (sigma1 / sigma0) Phi_N^{-1}(FPR))``;
 
 * the *Neyman-Pearson* ROC, Eqs. (5), (10)-(12): success iff the log-likelihood ratio (11),
   ``log(sigma1/sigma0) - (phi - mu0)^2 / (2 sigma0^2) + (phi - mu1)^2 / (2 sigma1^2)``, exceeds ``C~``
