@@ -176,6 +176,22 @@ def sci(value: float, digits: int = 3) -> str:
     return sign + (power if mantissa == "1" else f"{mantissa}\u00a0×\u00a0{power}")
 
 
+#: A number in Python's exponent notation inside a text: ``1.2e-05``, ``-3e+07``, ``1e-9``.
+EXPONENT_NOTATION = re.compile(r"(?<![\w.])(-?)(\d+(?:\.\d+)?)e([+-]?\d+)(?!\w|\.\d)")
+
+
+def written_numbers(text: str) -> str:
+    """``text`` with every number in exponent notation written as :func:`sci` writes it (``1.2e-05`` ->
+    ``1.2 × 10⁻⁵``, ``1e-9`` -> ``10⁻⁹``), its digits kept."""
+    def written(match: re.Match) -> str:
+        sign, mantissa, exponent = match.groups()
+        power = "10" + str(int(exponent)).translate(SUPERSCRIPTS)
+        number = power if float(mantissa) == 1 else f"{mantissa}\u00a0×\u00a0{power}"
+        return ("\u2212" if sign else "") + number
+
+    return EXPONENT_NOTATION.sub(written, text)
+
+
 #: ASCII spellings in a result table's column names and the symbols its page shows instead (a frame's own column
 #: names, which code indexes, are left as they are).
 HEADER_SYMBOLS = tuple((re.compile(pattern), symbol) for pattern, symbol in (

@@ -14,6 +14,7 @@ def _extension(name: str):
 
 
 docmath = _extension("docmath")
+written = _extension("written_numbers")
 
 
 @pytest.mark.parametrize("ascii_text, shown", [
@@ -52,3 +53,13 @@ def test_parameter_lines_become_descriptions_and_closing_prose_moves_up() -> Non
         "Invert it.", "", "Returns an :class:`InversionResult`.", "Deterministic.", "", "", "Parameters",
         "----------", "steps", "    number of Adam steps (at least 1).", "lsqr_btol, iter_lim",
         "    scipy's ``btol`` and cap; a long", "    description.", "", "Notes", "-----", "text"]
+
+
+def test_numbers_in_text_are_written_and_code_keeps_its_spelling() -> None:
+    from docutils import nodes
+
+    paragraph = nodes.paragraph("", "", nodes.Text("MSE 3.6552e-02, "), nodes.literal("", "delta=1e-5"),
+                                nodes.inline("", "", nodes.Text("residual 8.0e-04")))
+    document = nodes.section("", paragraph)
+    written.write_numbers(None, document, "page")
+    assert paragraph.astext() == "MSE 3.6552\u00a0×\u00a010⁻², delta=1e-5residual 8.0\u00a0×\u00a010⁻⁴"

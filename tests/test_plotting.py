@@ -36,6 +36,16 @@ def test_sci_writes_powers_of_ten_as_a_reader_does(value: float, digits: int, te
     assert plotting.sci(value, digits) == text
 
 
+@pytest.mark.parametrize("text, written", [
+    ("to 1e-9", "to 10⁻⁹"),
+    ("ratio 3.77e+07, p 3.54e-63.", "ratio 3.77\u00a0×\u00a010⁷, p 3.54\u00a0×\u00a010⁻⁶³."),
+    ("MSE -1.2e-05", "MSE −1.2\u00a0×\u00a010⁻⁵"),
+    ("x1e-5, model.e5, 1e-5.3, 0.25", "x1e-5, model.e5, 1e-5.3, 0.25"),  # names and other numbers stay
+])
+def test_written_numbers_as_sci_writes_them(text: str, written: str):
+    assert plotting.written_numbers(text) == written
+
+
 def test_table_joins_a_standard_error_to_its_mean():
     frame = pd.DataFrame({"PSNR": [40.7611, np.nan, 25.0], "PSNR SE": [1.1096, 0.5, np.nan], "SE": [1.0, 2.0, 3.0]})
     shown = plotting.table(frame, digits=3, errors=True).frame

@@ -18,7 +18,7 @@ import scipy.integrate
 import torch
 from torch import nn
 
-from compendium import base, checks, data, metrics, models, train, validation
+from compendium import base, checks, data, metrics, models, plotting, train, validation
 from compendium.attacks import feature_inversion as inversion
 from compendium.bounds import hcr
 from compendium.chapters.base import Settings as _Settings
@@ -673,7 +673,7 @@ def jacobian_ranks(tasks: dict[str, Task], max_images: int = 32) -> pd.DataFrame
         rows.append({"task": task.title, "images": len(x_rank), "pixels p": x_rank[0].numel(),
                      "features n": task.model.feature_dim,
                      "rank J: median (min–max)": f"{int(np.median(jr.rank))} ({jr.rank.min()}–{jr.rank.max()})",
-                     "largest 'zero' singular value / largest": f"{jr.gap.max():.0e}",
+                     "largest 'zero' singular value / largest": plotting.sci(jr.gap.max(), 1),
                      "DCT modes with infinite CRB [%]": round(100 * jr.unidentifiable.sum() / D_task.shape[0]
                                                               / len(x_rank), 1)})
     return pd.DataFrame(rows)

@@ -408,7 +408,8 @@ def table1() -> pd.DataFrame:
         name = "baseline" if varying == "baseline" else f"{_VARIED[varying]}\u00a0=\u00a0{_setting(value)}"
         rows.append({"varied": name,
                      "paper: worst case": paper[0], "worst case (ours)": ours["worst"],
-                     "paper: min E[MSE]": paper[1], "min E[MSE] (ours)": ours["mse"],
+                     "paper: min E[MSE]": plotting.written_numbers(paper[1]),
+                     "min E[MSE] (ours)": plotting.written_numbers(ours["mse"]),
                      "paper: max E[PSNR] [dB]": paper[2], "max E[PSNR] (ours)": ours["psnr"],
                      "exact E[PSNR] (ours)": _decibels(values["psnr_exact"]),
                      "paper: max E[NCC] (8)": paper[3], "max E[NCC] (8) (ours)": ours["ncc"],
