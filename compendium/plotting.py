@@ -166,10 +166,10 @@ SUPERSCRIPTS = str.maketrans("0123456789-", "\u2070\u00b9\u00b2\u00b3\u2074\u207
 def sci(value: float, digits: int = 3) -> str:
     """``value`` to ``digits`` significant digits as a reader writes it: ``0.0123``, ``4.5 × 10⁻¹²`` (never
     ``4.5e-12``; non-breaking spaces keep it on one line), ``10⁻⁵`` for ``1e-05``, a minus sign (−) before a negative
-    one."""
-    text = f"{value:.{digits}g}"
-    if "e" not in text:  # also inf and nan
-        return text
+    one, ``∞`` for infinity."""
+    text = f"{value:.{digits}g}".replace("inf", "∞")
+    if "e" not in text:  # also nan
+        return "\u2212" + text[1:] if text.startswith("-") else text
     mantissa, exponent = text.split("e")
     power = "10" + str(int(exponent)).translate(SUPERSCRIPTS)
     sign, mantissa = ("\u2212", mantissa[1:]) if mantissa.startswith("-") else ("", mantissa)

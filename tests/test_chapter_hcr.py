@@ -68,7 +68,7 @@ def tiny():
 
 def test_data_and_tasks(tiny):
     _, datasets, tasks, accuracy, _ = tiny
-    assert "digits (1297, 1, 8, 8) train / 500 test" in datasets.describe()
+    assert "digits, 1297 images of 1 × 8 × 8 for training and 500 for testing" in datasets.describe()
     assert datasets.gray_norm == pytest.approx((0.3054, 0.3759), abs=1e-4)  # the training split's mean and sd
     assert list(tasks) == ["gray", "gray_cnn", "colour"] and list(accuracy["task"]) == [t.title for t in
                                                                                           tasks.values()]

@@ -31,7 +31,7 @@ def test_table_shows_whole_numbers_in_full_and_others_to_the_digits():
 @pytest.mark.parametrize("value, digits, text", [
     (1e-5, 3, "10⁻⁵"), (4.5e-12, 3, "4.5\u00a0×\u00a010⁻¹²"), (0.0123, 3, "0.0123"),
     (-3.04e-7, 2, "−3\u00a0×\u00a010⁻⁷"), (-1e-5, 3, "−10⁻⁵"), (1.5e300, 2, "1.5\u00a0×\u00a010³⁰⁰"),
-    (np.inf, 3, "inf")])
+    (np.inf, 3, "∞"), (-np.inf, 3, "−∞"), (-0.1421, 4, "−0.1421")])
 def test_sci_writes_powers_of_ten_as_a_reader_does(value: float, digits: int, text: str):
     assert plotting.sci(value, digits) == text
 

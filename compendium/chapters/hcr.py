@@ -189,10 +189,13 @@ class Datasets:
 
     def describe(self) -> str:
         """One line: the shapes, sizes and normalisation of both tasks."""
-        return (f"grayscale task: {self.gray_data} {tuple(self.gray_train[0].shape)} train / {len(self.gray_test[1])} "
-                f"test, normalisation {self.gray_norm[0]:.4f} / {self.gray_norm[1]:.4f}; colour task: "
-                f"{self.colour_data} {tuple(self.colour_train[0].shape)} train / {len(self.colour_test[1])} test, "
-                f"{len(self.colour_classes)} classes")
+        def images(x: torch.Tensor) -> str:  # 1297 images of 1 × 8 × 8
+            return f"{len(x)} images of {' × '.join(str(n) for n in x.shape[1:])}"
+
+        return (f"grayscale task: {self.gray_data}, {images(self.gray_train[0])} for training and "
+                f"{len(self.gray_test[1])} for testing, normalisation {self.gray_norm[0]:.4f} / "
+                f"{self.gray_norm[1]:.4f}; colour task: {self.colour_data}, {images(self.colour_train[0])} for "
+                f"training and {len(self.colour_test[1])} for testing, {len(self.colour_classes)} classes")
 
 
 def load_data(cfg: Settings) -> Datasets:
