@@ -228,12 +228,12 @@ def table(frame, *, digits: int = 4, formats: dict | None = None, caption: str |
           errors: bool = False) -> Table:
     """The book's one table style: a result table as an HTML table that wraps to the page (see :class:`Table`).
 
-    Numbers are shown with ``digits`` significant digits (whole numbers below 10^7 in full), never broken across
-    lines (``formats`` maps a column to a format string or callable instead), missing values as "—", the index
-    hidden; columns named ``paper...`` are shaded so that a paper's value reads as the neighbour of ours (put them
-    next to each other in ``frame``). With ``errors`` a column ``"X SE"`` (a standard error) joins its column
-    ``"X"`` as ``mean ± SE`` (the SE to two digits). Cell padding and the page width come from
-    ``book/_static/custom.css``. The table's HTML id is derived from its content, so a re-executed notebook
+    Numbers are shown with ``digits`` significant digits (whole numbers below 10^7 in full), truth values as "yes"
+    and "no", never broken across lines (``formats`` maps a column to a format string or callable instead), missing
+    values as "—", the index hidden; columns named ``paper...`` are shaded so that a paper's value reads as the
+    neighbour of ours (put them next to each other in ``frame``). With ``errors`` a column ``"X SE"`` (a standard
+    error) joins its column ``"X"`` as ``mean ± SE`` (the SE to two digits). Cell padding and the page width come
+    from ``book/_static/custom.css``. The table's HTML id is derived from its content, so a re-executed notebook
     produces the same output (nbval compares it)."""
     import hashlib
 
@@ -254,6 +254,8 @@ def table(frame, *, digits: int = 4, formats: dict | None = None, caption: str |
     for column in frame.columns:
         if column not in formats and frame[column].dtype.kind in "fc":
             formats[column] = number
+        elif column not in formats and frame[column].dtype.kind == "b":
+            formats[column] = lambda value: "yes" if value else "no"
     styler = frame.style.format(formats, na_rep="—").hide(axis="index")
     text = [c for c in frame.columns if frame[c].dtype.kind in "OSU" and c not in joined]
     if text:  # words read from the left, numbers line up on the right

@@ -22,6 +22,11 @@ def test_table_numbers_stay_on_one_line_and_paper_columns_are_shaded():
     assert 'class="compendium-table"' in html
 
 
+def test_table_writes_truth_values_as_words():
+    html = plotting.table(pd.DataFrame({"holds": [True, False]}))._repr_html_()
+    assert ">yes<" in html and ">no<" in html and "True" not in html
+
+
 def test_table_shows_whole_numbers_in_full_and_others_to_the_digits():
     frame = pd.DataFrame({"value": [1000.0, 20000.0, 0.2, 98.25, 3e7]})
     html = plotting.table(frame, digits=3)._repr_html_()

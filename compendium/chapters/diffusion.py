@@ -797,12 +797,12 @@ CLAIMS = (
           "The estimates $\\hat{\\mathbf x}_0(\\mathbf x_t)$ approach the private image along the reverse process.",
           "{numref}`df-fig-snapshots`", IN_SHAPE,
           reason="both samplers' last snapshot is closer to the target (MSE) than their first"),
-    Claim("df-noise-figure", "Sec. 4.2.2, figure do_not_normalize_noise", "figure",
+    Claim("df-noise-figure", "Sec. 4.2.2, unnumbered figure of PSNR against σ² (raw gradients)", "figure",
           "Small noise on the raw gradients leaves the reconstructions nearly identical to the private images; larger "
           "noise degrades them.", "{numref}`df-fig-psnr-trajectory`", IN_SHAPE,
           reason="both samplers' best PSNR along the trajectory is lower at the grid's largest σ² than at its smallest "
                  "(the first target)"),
-    Claim("df-dp-figure", "Sec. 4.2.2, figure normalize_noise1", "figure",
+    Claim("df-dp-figure", "Sec. 4.2.2, unnumbered figure of PSNR against ε (normalised gradients)", "figure",
           "On normalised gradients the reconstructions of both samplers decline as $\\varepsilon$ decreases.",
           "{ref}`df-noisy`", IN_SHAPE,
           reason="on normalised gradients both samplers' mean final PSNR falls with σ² (no rise of 1 dB) and stays "
