@@ -232,9 +232,9 @@ def table(frame, *, digits: int = 4, formats: dict | None = None, caption: str |
     and "no", never broken across lines (``formats`` maps a column to a format string or callable instead), missing
     values as "—", the index hidden; columns named ``paper...`` are shaded so that a paper's value reads as the
     neighbour of ours (put them next to each other in ``frame``). With ``errors`` a column ``"X SE"`` (a standard
-    error) joins its column ``"X"`` as ``mean ± SE`` (the SE to two digits). Cell padding and the page width come
-    from ``book/_static/custom.css``. The table's HTML id is derived from its content, so a re-executed notebook
-    produces the same output (nbval compares it)."""
+    error) joins its column ``"X"`` as ``mean ± SE`` (the SE to two significant digits, the mean to the same decimal
+    place). Cell padding and the page width come from ``book/_static/custom.css``. The table's HTML id is derived
+    from its content, so a re-executed notebook produces the same output (nbval compares it)."""
     import hashlib
 
     def number(value, d=digits):
@@ -242,13 +242,19 @@ def table(frame, *, digits: int = 4, formats: dict | None = None, caption: str |
             return f"{int(value)}"
         return sci(value, d)
 
+    def with_error(mean, se):  # the SE to two significant digits and the mean to the same decimal place
+        if not np.isfinite(mean):
+            return "—"
+        if not np.isfinite(se) or se <= 0:
+            return number(mean)
+        decimals = max(0, 1 - int(np.floor(np.log10(se))))
+        return f"{mean:.{decimals}f}\u00a0±\u00a0{se:.{decimals}f}".replace("-", "\u2212")
+
     joined = []
     if errors:
         frame = frame.copy()
         for column in [c for c in frame.columns if f"{c} SE" in frame.columns]:
-            frame[column] = ["—" if not np.isfinite(m) else number(m) + (f"\u00a0±\u00a0{e:.2g}" if np.isfinite(e)
-                                                                           else "")
-                             for m, e in zip(frame[column], frame.pop(f"{column} SE"))]
+            frame[column] = [with_error(m, e) for m, e in zip(frame[column], frame.pop(f"{column} SE"))]
             joined.append(column)
     formats = dict(formats or {})
     for column in frame.columns:

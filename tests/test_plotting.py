@@ -57,6 +57,10 @@ def test_table_joins_a_standard_error_to_its_mean():
     assert list(shown.columns) == ["PSNR", "SE"]  # a bare "SE" column has no mean to join
     assert shown["PSNR"].tolist() == ["40.8\u00a0±\u00a01.1", "—", "25"]
     assert list(frame.columns) == ["PSNR", "PSNR SE", "SE"]  # the caller's frame is left as it was
+    # the mean to the SE's last digit
+    rates = pd.DataFrame({"r": [21.04, 0.53214, 467.3, -0.0123], "r SE": [1.1, 0.01634, 12.4, 0.004]})
+    assert plotting.table(rates, errors=True).frame["r"].tolist() == [
+        "21.0\u00a0±\u00a01.1", "0.532\u00a0±\u00a00.016", "467\u00a0±\u00a012", "\u22120.0123\u00a0±\u00a00.0040"]
 
 
 def test_table_output_is_the_same_on_every_run():
