@@ -163,26 +163,13 @@ PAPER_PREFIXES = ("paper", "Paper")
 SUPERSCRIPTS = str.maketrans("0123456789-", "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207b")
 
 
-def sci(value: float, digits: int = 3) -> str:
-    """``value`` to ``digits`` significant digits as a reader writes it: ``0.0123``, ``4.5 × 10⁻¹²`` (never
-    ``4.5e-12``; non-breaking spaces keep it on one line), ``10⁻⁵`` for ``1e-05``, a minus sign (−) before a negative
-    one, ``∞`` for infinity."""
-    text = f"{value:.{digits}g}".replace("inf", "∞")
-    if "e" not in text:  # also nan
-        return "\u2212" + text[1:] if text.startswith("-") else text
-    mantissa, exponent = text.split("e")
-    power = "10" + str(int(exponent)).translate(SUPERSCRIPTS)
-    sign, mantissa = ("\u2212", mantissa[1:]) if mantissa.startswith("-") else ("", mantissa)
-    return sign + (power if mantissa == "1" else f"{mantissa}\u00a0×\u00a0{power}")
-
-
 #: A number in Python's exponent notation inside a text: ``1.2e-05``, ``-3e+07``, ``1e-9``.
 EXPONENT_NOTATION = re.compile(r"(?<![\w.])(-?)(\d+(?:\.\d+)?)e([+-]?\d+)(?!\w|\.\d)")
 
 
 def written_numbers(text: str) -> str:
-    """``text`` with every number in exponent notation written as :func:`sci` writes it (``1.2e-05`` ->
-    ``1.2 × 10⁻⁵``, ``1e-9`` -> ``10⁻⁹``), its digits kept."""
+    """``text`` with every number in exponent notation written as a reader writes it (``1.2e-05`` ->
+    ``1.2 × 10⁻⁵``, ``1e-9`` -> ``10⁻⁹``, ``-3e+07`` -> ``−3 × 10⁷``), its digits kept; :func:`sci` formats with it."""
     def written(match: re.Match) -> str:
         sign, mantissa, exponent = match.groups()
         power = "10" + str(int(exponent)).translate(SUPERSCRIPTS)
@@ -190,6 +177,14 @@ def written_numbers(text: str) -> str:
         return ("\u2212" if sign else "") + number
 
     return EXPONENT_NOTATION.sub(written, text)
+
+
+def sci(value: float, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant digits as a reader writes it: ``0.0123``, ``4.5 × 10⁻¹²`` (never
+    ``4.5e-12``; non-breaking spaces keep it on one line, :func:`written_numbers`), ``10⁻⁵`` for ``1e-05``, a minus
+    sign (−) before a negative one, ``∞`` for infinity."""
+    text = written_numbers(f"{value:.{digits}g}".replace("inf", "∞"))
+    return "\u2212" + text[1:] if text.startswith("-") else text
 
 
 #: ASCII spellings in a result table's column names and the symbols its page shows instead (a frame's own column
