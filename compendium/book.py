@@ -177,6 +177,36 @@ def execute_chapter(
     return target
 
 
+#: Where :func:`execute_paper_shape` writes its stand-in data and executed notebooks, below the output folder.
+PAPER_SHAPE_DIR = "paper-shape"
+
+
+def execute_paper_shape(key: str, *, device: str = "auto", seed: int = 0,
+                        out_dir: Path = Path("_build/executed"), force: bool = False) -> Path:
+    """Execute chapter ``key``'s paper pipeline at the papers' shapes and models with its counts cut to seconds, on
+    stand-in data (:mod:`compendium.standin`), into ``out_dir/paper-shape/<notebook path>``; returns that path.
+
+    The chapter module's ``paper_shape(folder)`` writes the stand-in files the paper scale reads into ``folder``
+    (``out_dir/paper-shape/data/<key>``) and returns the notebook's parameters: ``scale="paper"`` and the overrides
+    that point it at those files and cut its counts.  Its numbers mean nothing; the run shows that every shape, model
+    and device of the paper's pipeline works end to end (the prepared check a GPU user runs first).
+    """
+    chapter = chapters.chapter(key)
+    resolve_device(device)
+    validation.seed(seed)
+    root = in_repository(out_dir) / PAPER_SHAPE_DIR
+    folder = root / "data" / key
+    folder.mkdir(parents=True, exist_ok=True)
+    parameters = dict(chapter.module.paper_shape(folder))
+    if parameters.get("scale") != "paper":
+        raise ValueError(f"compendium.chapters.{key}.paper_shape returned scale={parameters.get('scale')!r}; "
+                         "allowed: 'paper' (a run at the papers' shapes)")
+    parameters |= {"device": device, "seed": seed}
+    target = root / chapter.notebook
+    execute_notebook(chapter.notebook, target, parameters, force=force, label=f"{key}, paper shapes")
+    return target
+
+
 def usable_cores() -> int:
     """The cores this process may run on (its CPU affinity, as ``nproc``; else ``os.cpu_count()``)."""
     try:

@@ -14,6 +14,7 @@ import argparse
 import json
 import math
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -87,6 +88,17 @@ def _parser() -> argparse.ArgumentParser:
                      help="path of the executed notebook (default: _build/executed/<notebook path>)")
     run.set_defaults(action=_run)
 
+    shapes = commands.add_parser(
+        "paper-shapes", help="run chapters' paper pipelines at the papers' shapes on stand-in data, counts cut to "
+                             "seconds: the check to run first on a GPU")
+    shapes.add_argument("chapters", type=_chapter, nargs="*", metavar="CHAPTER",
+                        help="chapter keys (default: every chapter)")
+    shapes.add_argument("--device", default="auto", type=_device, choices=("auto", "cpu", "cuda"),
+                        help="auto (default): CUDA when available, else CPU")
+    shapes.add_argument("--out", type=Path, default=Path("_build/executed"),
+                        help="output folder (default _build/executed); runs go to OUT/paper-shape/")
+    shapes.set_defaults(action=_paper_shapes)
+
     students = commands.add_parser("student-edition",
                                    help="write the chapter notebooks without the exercises' solutions into a folder")
     students.add_argument("out", type=Path, metavar="OUT", help="the folder to write the notebooks into")
@@ -145,6 +157,13 @@ def _run(args: argparse.Namespace) -> None:
     path = book.execute_chapter(args.chapter, scale=args.scale, device=args.device, seed=args.seed, force=True,
                                 output=output)
     print(f"Executed notebook: {path}")
+
+
+def _paper_shapes(args: argparse.Namespace) -> None:
+    for key in args.chapters or list(chapters.registry()):
+        start = time.perf_counter()
+        path = book.execute_paper_shape(key, device=args.device, out_dir=args.out.absolute(), force=True)
+        print(f"{key}: paper shapes ran in {time.perf_counter() - start:.0f} s: {path}")
 
 
 def _student_edition(args: argparse.Namespace) -> None:

@@ -11,6 +11,9 @@ package whose ``__init__`` holds ``TITLE`` and imports its modules' names), whic
 * ``Settings``: a frozen dataclass derived from :class:`Settings` whose ``validate`` checks the values;
 * ``settings(scale="book", device="auto", seed=0, **overrides)``, which returns ``resolve(Settings, SCALES, ...)``;
 * the pipelines its notebook calls (build the tasks, run a sweep, return a table).
+* ``paper_shape(folder)``: writes into ``folder`` the stand-in files its paper scale reads
+  (:mod:`compendium.standin`) and returns the notebook's parameters for a run at the papers' shapes and models with
+  the counts cut to seconds (``scale="paper"`` and overrides), run by :func:`compendium.book.execute_paper_shape`.
 
 Scales:
 

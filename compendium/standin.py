@@ -1,0 +1,120 @@
+"""Stand-in data at the papers' shapes: files in the formats the paper-scale loaders of :mod:`compendium.data` and
+:mod:`compendium.models.pretrained` read, filled with seeded random pixels, for a run of a chapter's paper pipeline
+whose counts are cut to seconds (:func:`compendium.book.execute_paper_shape`).
+
+Such a run checks that the paper's shapes, models and devices work end to end (28×28 MNIST, 32×32×3 CIFAR-10,
+CelebA's 178×218 photos, ImageNet-sized JPEGs, 256² faces) without downloading anything; its numbers mean nothing.
+Every writer takes the folder to write into and a seed, writes only there, and returns the folder the chapter's
+loader is pointed at.
+"""
+from __future__ import annotations
+
+import gzip
+import pickle
+import struct
+from pathlib import Path
+
+import numpy as np
+
+#: The class counts of the stand-ins: MNIST's digits, EMNIST's letters (labelled 1..26 as the real files are),
+#: CIFAR-10's classes.
+MNIST_CLASSES, LETTERS, CIFAR10_CLASSES = 10, 26, 10
+
+
+def write_idx(path: str | Path, array: np.ndarray) -> Path:
+    """``array`` (unsigned bytes) as a gzipped IDX file: the magic ``0 0 8 ndim``, the big-endian shape, the bytes."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = struct.pack(">BBBB", 0, 0, 0x08, array.ndim) + struct.pack(f">{array.ndim}i", *array.shape)
+    with gzip.open(path, "wb") as f:
+        f.write(header + np.asarray(array).astype(np.uint8).tobytes())
+    return path
+
+
+def _idx_pair(folder: Path, prefix: str, n: int, classes: int, first: int, rng: np.random.Generator) -> None:
+    write_idx(folder / f"{prefix}-images-idx3-ubyte.gz", rng.integers(0, 256, (n, 28, 28)))
+    write_idx(folder / f"{prefix}-labels-idx1-ubyte.gz", np.arange(n) % classes + first)
+
+
+def mnist(folder: str | Path, *, train: int = 200, test: int = 100, seed: int = 0) -> Path:
+    """MNIST's four IDX files (``train-*`` and ``t10k-*``, 28×28, labels 0..9 in turn) in ``folder``."""
+    folder, rng = Path(folder), np.random.default_rng(seed)
+    _idx_pair(folder, "train", train, MNIST_CLASSES, 0, rng)
+    _idx_pair(folder, "t10k", test, MNIST_CLASSES, 0, rng)
+    return folder
+
+
+def emnist_letters(folder: str | Path, *, train: int = 52, test: int = 26, seed: int = 0) -> Path:
+    """EMNIST letters' four IDX files (``emnist-letters-{train,test}-*``, 28×28, labels 1..26) in ``folder``."""
+    folder, rng = Path(folder), np.random.default_rng(seed)
+    _idx_pair(folder, "emnist-letters-train", train, LETTERS, 1, rng)
+    _idx_pair(folder, "emnist-letters-test", test, LETTERS, 1, rng)
+    return folder
+
+
+def _cifar_batch(path: Path, n: int, first_label: int, rng: np.random.Generator) -> None:
+    labels = [(first_label + i) % CIFAR10_CLASSES for i in range(n)]
+    batch = {b"batch_label": b"stand-in", b"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8),
+             b"labels": labels, b"filenames": [f"{i}.png".encode() for i in range(n)]}
+    with open(path, "wb") as f:
+        pickle.dump(batch, f)
+
+
+def cifar10(folder: str | Path, *, per_batch: int = 20, test: int = 20, seed: int = 0) -> Path:
+    """CIFAR-10's python release in ``folder/cifar-10-batches-py``: five training batches of ``per_batch`` images
+    and a test batch, 32×32×3 as 3,072 bytes a row (the red plane first), labels 0..9 in turn."""
+    folder, rng = Path(folder), np.random.default_rng(seed)
+    batches = folder / "cifar-10-batches-py"
+    batches.mkdir(parents=True, exist_ok=True)
+    for i in range(1, 6):
+        _cifar_batch(batches / f"data_batch_{i}", per_batch, i, rng)
+    _cifar_batch(batches / "test_batch", test, 0, rng)
+    return folder
+
+
+def _jpeg(path: Path, width: int, height: int, rng: np.random.Generator) -> None:
+    """A JPEG of a random colour with noise: a photo's size and format, none of its content."""
+    from PIL import Image
+
+    pixels = rng.integers(0, 256, 3) + rng.normal(0, 30, (height, width, 3))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8)).save(path, quality=90)
+
+
+def imagenet_val(folder: str | Path, *, n: int = 8, seed: int = 0) -> Path:
+    """``n`` JPEGs named as ImageNet's validation images (``ILSVRC2012_val_00000001.JPEG``, ...) in ``folder``, of
+    the sizes such photos have (500×375 and 375×500 in turn)."""
+    folder, rng = Path(folder), np.random.default_rng(seed)
+    for i in range(1, n + 1):
+        width, height = (500, 375) if i % 2 else (375, 500)
+        _jpeg(folder / f"ILSVRC2012_val_{i:08d}.JPEG", width, height, rng)
+    return folder
+
+
+def celeba(folder: str | Path, *, identities: int = 6, photos: int = 4, test_identities: int = 6,
+           test_photos: int = 3, seed: int = 0) -> Path:
+    """A CelebA tree in ``folder/celeba``: ``img_align_celeba/`` of 178×218 JPEGs, ``list_eval_partition.txt``
+    (``identities`` people with ``photos`` photos each, split between "train" and "valid"; ``test_identities``
+    others with ``test_photos`` each in "test") and ``identity_CelebA.txt``.  Returns ``folder`` (the data folder
+    that holds ``celeba/``)."""
+    folder, rng = Path(folder), np.random.default_rng(seed)
+    root = folder / "celeba"
+    people = [(p % 2, p) for p in range(1, identities + 1) for _ in range(photos)]
+    people += [(2, p) for p in range(identities + 1, identities + test_identities + 1) for _ in range(test_photos)]
+    partition, identity = [], []
+    for photo, (split, person) in enumerate(people, 1):
+        name = f"{photo:06d}.jpg"
+        _jpeg(root / "img_align_celeba" / name, 178, 218, rng)
+        partition.append(f"{name} {split}")
+        identity.append(f"{name} {person}")
+    (root / "list_eval_partition.txt").write_text("\n".join(partition) + "\n")
+    (root / "identity_CelebA.txt").write_text("\n".join(identity) + "\n")
+    return folder
+
+
+def celeba_hq(folder: str | Path, *, n: int = 4, side: int = 256, seed: int = 0) -> Path:
+    """``n`` square JPEGs of ``side`` pixels (CelebA-HQ's faces at the diffusion paper's 256²) in ``folder``."""
+    folder, rng = Path(folder), np.random.default_rng(seed)
+    for i in range(n):
+        _jpeg(folder / f"{i:05d}.jpg", side, side, rng)
+    return folder
