@@ -52,8 +52,8 @@ def emnist_letters(folder: str | Path, *, train: int = 52, test: int = 26, seed:
     return folder
 
 
-def _cifar_batch(path: Path, n: int, first_label: int, rng: np.random.Generator) -> None:
-    labels = [(first_label + i) % CIFAR10_CLASSES for i in range(n)]
+def _cifar_batch(path: Path, n: int, first: int, rng: np.random.Generator) -> None:
+    labels = [(first + i) % CIFAR10_CLASSES for i in range(n)]
     batch = {b"batch_label": b"stand-in", b"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8),
              b"labels": labels, b"filenames": [f"{i}.png".encode() for i in range(n)]}
     with open(path, "wb") as f:
@@ -62,12 +62,12 @@ def _cifar_batch(path: Path, n: int, first_label: int, rng: np.random.Generator)
 
 def cifar10(folder: str | Path, *, per_batch: int = 20, test: int = 20, seed: int = 0) -> Path:
     """CIFAR-10's python release in ``folder/cifar-10-batches-py``: five training batches of ``per_batch`` images
-    and a test batch, 32×32×3 as 3,072 bytes a row (the red plane first), labels 0..9 in turn."""
+    and a test batch, 32×32×3 as 3,072 bytes a row (the red plane first), labels 0..9 in turn through the batches."""
     folder, rng = Path(folder), np.random.default_rng(seed)
     batches = folder / "cifar-10-batches-py"
     batches.mkdir(parents=True, exist_ok=True)
     for i in range(1, 6):
-        _cifar_batch(batches / f"data_batch_{i}", per_batch, i, rng)
+        _cifar_batch(batches / f"data_batch_{i}", per_batch, (i - 1) * per_batch, rng)
     _cifar_batch(batches / "test_batch", test, 0, rng)
     return folder
 

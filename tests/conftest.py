@@ -28,18 +28,19 @@ from compendium import book, chapters
 #: chapters executed at once: one per core (2 in CI), each with an equal share of the cores' threads
 JOBS = max(1, min(os.cpu_count() or 1, len(chapters.registry())))
 #: the fixtures that need the background work
-BOOK_FIXTURES = {"book_work", "build_dir", "executed_notebooks", "nbval_reports", "site"}
+BOOK_FIXTURES = {"book_work", "build_dir", "executed_notebooks", "nbval_reports", "paper_shape_notebooks", "site"}
 
 
 class BookWork:
     """The session's book work, run in a daemon thread: every chapter executed at ``ci`` scale into
-    ``build_dir/executed`` and re-executed by nbval (:meth:`chapters`), then the site rendered into
-    ``build_dir/html``.  Each step's result, or its error, is a future; the steps after a failed one fail with its
-    error.  (Rendering beside nbval's processes instead of after them made neither finish sooner.)"""
+    ``build_dir/executed``, re-executed by nbval and run at the papers' shapes on stand-in data (:meth:`chapters`),
+    then the site rendered into ``build_dir/html``.  Each step's result, or its error, is a future; the steps after a
+    failed one fail with its error.  (Rendering beside nbval's processes instead of after them made neither finish
+    sooner.)"""
 
     def __init__(self, build_dir: Path):
         self.build_dir = build_dir
-        self.executed, self.nbval, self.site = Future(), Future(), Future()
+        self.executed, self.nbval, self.paper_shapes, self.site = Future(), Future(), Future(), Future()
         threading.Thread(target=self._run, name="book work", daemon=True).start()
 
     def _run(self) -> None:
@@ -47,21 +48,25 @@ class BookWork:
             self.chapters()
             self.site.set_result(book.build_book(scale="ci", out=self.build_dir, jobs=JOBS))
         except BaseException as err:  # handed to every fixture that waits on this step or a later one
-            for rest in (self.executed, self.nbval, self.site):
+            for rest in (self.executed, self.nbval, self.paper_shapes, self.site):
                 if not rest.done():
                     rest.set_exception(err)
 
     def chapters(self) -> None:
-        """Every chapter executed, then re-executed by :func:`nbval`, on :data:`JOBS` workers: a free worker executes
-        the longest chapter not yet executed, else re-executes the first one to have ended.  nbval's runs so start
-        while the last chapters execute, instead of a core idling until the longest one ends.  Sets
-        :attr:`executed` once every execution has ended (with every failed chapter's output in one error) and
-        :attr:`nbval` at the end (a chapter that failed to execute, or whose nbval run could not start, has a
-        failing report); raises the executions' error, if any, for the site."""
+        """Every chapter executed, then re-executed by :func:`nbval`, and run at the papers' shapes
+        (:func:`paper_shape`), on :data:`JOBS` workers: a free worker executes the longest chapter not yet executed,
+        else re-executes the first one to have ended, else runs a chapter at the papers' shapes.  nbval's runs so
+        start while the last chapters execute, instead of a core idling until the longest one ends.  Sets
+        :attr:`executed` once every execution has ended (with every failed chapter's output in one error),
+        :attr:`paper_shapes` (key -> the executed notebook, or the error) and :attr:`nbval` at the end (a chapter
+        that failed to execute, or whose nbval run could not start, has a failing report); raises the executions'
+        error, if any, for the site."""
         out = self.build_dir / "executed"
         keys = sorted(chapters.registry(),
                       key=lambda k: -book.expected_seconds(k, out / chapters.chapter(k).notebook, "ci"))
         tasks, executed, failed, reports = [("execute", key) for key in keys], {}, {}, {}
+        shapes = [("paper-shape", key) for key in keys]  # taken when no execution or nbval run is waiting
+        shaped = {}
         executing = len(keys)  # executions not yet ended
         ready = threading.Condition()
 
@@ -75,11 +80,17 @@ class BookWork:
             nonlocal executing
             while True:
                 with ready:
-                    while not tasks and executing:
+                    while not tasks and not shapes and executing:
                         ready.wait()
-                    if not tasks:
+                    if not tasks and not shapes:
                         return
-                    kind, key = tasks.pop(0)
+                    kind, key = tasks.pop(0) if tasks else shapes.pop(0)
+                if kind == "paper-shape":
+                    try:
+                        shaped[key] = paper_shape(key, out)
+                    except Exception as err:  # reported by that chapter's paper-shape test
+                        shaped[key] = err
+                    continue
                 if kind == "nbval":
                     try:
                         reports[key] = nbval(executed[key])
@@ -104,9 +115,21 @@ class BookWork:
             thread.start()
         for thread in workers:
             thread.join()
+        self.paper_shapes.set_result(shaped)
         self.nbval.set_result({key: reports.get(key, (1, f"not executed:\n{failed.get(key)}")) for key in keys})
         if failed:
             raise self.executed.exception()
+
+
+def paper_shape(key: str, out: Path) -> Path:
+    """Chapter ``key``'s paper pipeline at the papers' shapes on stand-in data (``python -m compendium paper-shapes``,
+    in a process of its own with the chapters' share of threads), into ``out/paper-shape``; its executed notebook."""
+    result = subprocess.run(
+        [sys.executable, "-m", "compendium", "paper-shapes", key, "--device", "cpu", "--out", str(out)],
+        cwd=book.repository_root(), capture_output=True, text=True, env=book.thread_environment(JOBS))
+    if result.returncode:
+        raise book.ChapterExecutionError(f"{key} at the papers' shapes failed:\n{result.stdout}{result.stderr}")
+    return out / book.PAPER_SHAPE_DIR / chapters.chapter(key).notebook
 
 
 def nbval(notebook: Path) -> tuple[int, str]:
@@ -179,6 +202,13 @@ def nbval_reports(book_work: BookWork) -> dict[str, tuple[int, str]]:
     """Chapter key -> (exit code, report) of nbval re-executing its executed notebook (lax mode), run as the
     chapters were: :data:`JOBS` at once, with the same share of threads, so that the outputs can agree exactly."""
     return book_work.nbval.result()
+
+
+@pytest.fixture(scope="session")
+def paper_shape_notebooks(book_work: BookWork) -> dict[str, Path | Exception]:
+    """Chapter key -> its notebook executed at the papers' shapes on stand-in data (counts cut to seconds), or the
+    error that stopped it."""
+    return book_work.paper_shapes.result()
 
 
 @pytest.fixture(scope="session")

@@ -157,6 +157,16 @@ def test_every_paper_chapter_publishes_a_complete_card(key: str, executed_notebo
     assert sum(r["kind"] == "headline" for r in card["rows"]) >= 1, f"{key}: no headline claim"
 
 
+@pytest.mark.parametrize("key", PAPER_CHAPTERS)
+def test_ci_scale_holds_every_expected_verdict(key: str, executed_notebooks: dict[str, Path]):
+    """A check decides a claim without stopping the run, so a changed verdict must fail here instead: at ``ci`` scale
+    every claim a check decides comes out as the chapter module expects it (or says that the scale skips it)."""
+    card = scorecard.read_card(executed_notebooks[key])
+    changed = {r["key"]: (r["expect"], r["verdict"], r["found"]) for r in card["rows"]
+               if r["expect"] in CHECKED and r["checked"] and r["verdict"] != r["expect"]}
+    assert not changed, f"{key}: ci verdicts that differ from the expected ones (expect, got, found): {changed}"
+
+
 def test_the_build_writes_the_scorecard_and_the_intro_summary(executed_notebooks: dict[str, Path], tmp_path):
     stage = book.stage_book(next(iter(executed_notebooks.values())).parent.parent, tmp_path / "stage")
     page = (stage / "book" / "scorecard.md").read_text()
