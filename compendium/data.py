@@ -446,6 +446,22 @@ _CIFAR10 = _Cifar("CIFAR-10", "cifar10", CIFAR10_URL, CIFAR10_MD5, CIFAR10_DIR, 
 _CIFAR100 = _Cifar("CIFAR-100", "cifar100", CIFAR100_URL, CIFAR100_MD5, CIFAR100_DIR, CIFAR100_FILES, b"fine_labels")
 
 
+def _archive_members(tar, folder: str, root: Path) -> list:
+    """The regular files of ``tar`` under ``folder/`` that extract inside ``root``: a member whose path leaves
+    ``root`` once resolved (``folder/../x``, an absolute name) is refused with a ``ValueError`` naming it, before
+    anything is written.  ``extractall(..., filter="data")`` then refuses links, devices and unsafe modes too."""
+    inside, members = root.resolve(), []
+    for member in tar.getmembers():
+        if not member.name.startswith(folder + "/"):
+            continue
+        if not (inside / member.name).resolve().is_relative_to(inside):
+            raise ValueError(f"archive member {member.name!r} would be written outside {inside}; allowed: paths "
+                             f"inside {folder}/")
+        if member.isfile():
+            members.append(member)
+    return members
+
+
 def _cifar(release: _Cifar, root: str | Path, split: str, download: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """The pickles of ``release`` for ``split`` under ``root/release.folder`` (downloaded and extracted first when
     missing and ``download``), as (N, 3, 32, 32) float32 in [0, 1] and int64 labels."""
@@ -470,9 +486,7 @@ def _cifar(release: _Cifar, root: str | Path, split: str, download: bool) -> tup
             if not (archive.is_file() and _md5(archive) == release.md5):
                 _fetch((release.url,), archive, release.md5)
             with tarfile.open(archive, "r:gz") as tar:
-                members = [m for m in tar.getmembers() if m.name.startswith(release.folder + "/") and m.isfile()
-                           and ".." not in Path(m.name).parts]
-                tar.extractall(root, members=members)
+                tar.extractall(root, members=_archive_members(tar, release.folder, root), filter="data")
         except (OSError, tarfile.TarError) as err:
             raise FileNotFoundError(f"{release.name} is missing and could not be downloaded ({err}). {how}") from err
     xs, ys = [], []
