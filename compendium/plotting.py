@@ -167,16 +167,22 @@ SUPERSCRIPTS = str.maketrans("0123456789-", "\u2070\u00b9\u00b2\u00b3\u2074\u207
 EXPONENT_NOTATION = re.compile(r"(?<![\w.])(-?)(\d+(?:\.\d+)?)e([+-]?\d+)(?!\w|\.\d)")
 
 
+#: A hyphen-minus standing as a minus sign: before a number, at the start or after a space, a bracket, a sign of
+#: relation or a separator (``-0.04``, ``(-40.0)``, ``= -1``), not inside a word or a range (``CIFAR-10``, ``2-4``).
+HYPHEN_MINUS = re.compile(r"(?<![^\s(\[=≈<>≤≥:,;])-(?=\.?\d)")
+
+
 def written_numbers(text: str) -> str:
     """``text`` with every number in exponent notation written as a reader writes it (``1.2e-05`` ->
-    ``1.2 × 10⁻⁵``, ``1e-9`` -> ``10⁻⁹``, ``-3e+07`` -> ``−3 × 10⁷``), its digits kept; :func:`sci` formats with it."""
+    ``1.2 × 10⁻⁵``, ``1e-9`` -> ``10⁻⁹``, ``-3e+07`` -> ``−3 × 10⁷``), its digits kept, and a minus sign (−) for the
+    hyphen before a negative number (:data:`HYPHEN_MINUS`); :func:`sci` formats with it."""
     def written(match: re.Match) -> str:
         sign, mantissa, exponent = match.groups()
         power = "10" + str(int(exponent)).translate(SUPERSCRIPTS)
         number = power if float(mantissa) == 1 else f"{mantissa}\u00a0×\u00a0{power}"
         return ("\u2212" if sign else "") + number
 
-    return EXPONENT_NOTATION.sub(written, text)
+    return HYPHEN_MINUS.sub("\u2212", EXPONENT_NOTATION.sub(written, text))
 
 
 def sci(value: float, digits: int = 3) -> str:

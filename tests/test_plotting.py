@@ -46,6 +46,8 @@ def test_sci_writes_powers_of_ten_as_a_reader_does(value: float, digits: int, te
     ("ratio 3.77e+07, p 3.54e-63.", "ratio 3.77\u00a0×\u00a010⁷, p 3.54\u00a0×\u00a010⁻⁶³."),
     ("MSE -1.2e-05", "MSE −1.2\u00a0×\u00a010⁻⁵"),
     ("x1e-5, model.e5, 1e-5.3, 0.25", "x1e-5, model.e5, 1e-5.3, 0.25"),  # names and other numbers stay
+    ("gap -0.0397, slope (-0.502), = -1 and -.5", "gap −0.0397, slope (−0.502), = −1 and −.5"),  # minus signs
+    ("CIFAR-10, 2-4, N-1, x-1, --steps 10, a - 3", "CIFAR-10, 2-4, N-1, x-1, --steps 10, a - 3"),  # hyphens stay
 ])
 def test_written_numbers_as_sci_writes_them(text: str, written: str):
     assert plotting.written_numbers(text) == written
