@@ -247,13 +247,16 @@ def errata_checks(card: dict, *, elsewhere: dict[int, str]) -> str:
 
 
 def summary(cards: dict[str, dict]) -> str:
-    """The intro's summary: per paper the count of each verdict, linked to its section of the scorecard page."""
-    lines = ["| Paper | " + " | ".join(VERDICTS) + " |", "|---|" + "---|" * len(VERDICTS)]
+    """The intro's summary: per paper the count of each verdict, linked to its section of the scorecard page (a MyST
+    table of class ``verdict-summary``, which a phone shows as one card per paper)."""
+    lines = [":::{table} How many of each paper's stated results this build reproduced, by verdict.",
+             ":name: scorecard-summary", ":class: verdict-summary", "",
+             "| Paper | " + " | ".join(VERDICTS) + " |", "|---|" + "---|" * len(VERDICTS)]
     for key, card in cards.items():
         c = counts(card)
         lines.append(f"| {{ref}}`{card['paper']} <scorecard-{key}>` | " + " | ".join(str(c[v]) for v in VERDICTS)
                      + " |")
-    return "\n".join(lines)
+    return "\n".join([*lines, ":::"])
 
 
 def page(cards: dict[str, dict]) -> str:

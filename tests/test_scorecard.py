@@ -75,7 +75,8 @@ def test_page_and_summary_show_every_row_with_its_verdict_and_link():
     assert "**reproduced in shape**: it rises" in page and "**not reproduced here**: needs a GPU" in page
     assert page.count("{prf:ref}`the box <a-prop") == 2 and "{numref}`Figure %s <a-fig>`" in page
     summary = scorecard.summary(cards)
-    assert summary.splitlines()[2] == "| {ref}`Paper A <scorecard-a>` | 2 | 1 | 0 | 1 | 0 |"
+    assert summary.splitlines()[6] == "| {ref}`Paper A <scorecard-a>` | 2 | 1 | 0 | 1 | 0 |"
+    assert ":class: verdict-summary" in summary and summary.endswith(":::")
     checks = scorecard.errata_checks(cards["a"], elsewhere={1: "a wrong cross-reference"})
     assert "- Row 1: no check decides it: a wrong cross-reference." in checks
     assert ("- Row 3, Prop. 2: **reproduced** (the evidence of this row did not show in this build): within 1 SE. "

@@ -210,12 +210,13 @@ return {
 };
 """
 
-# Everything a reader must see whole: the code cells, their outputs (tables, printed lines) and the theorem boxes with
-# their display equations. A block whose content is wider than its box is cut off or hidden behind a scroll bar
-# (inline math may overhang its line box by a subscript's width, which hides nothing).
+# Everything a reader must see whole: the code cells, their outputs (tables, printed lines), the theorem boxes with
+# their display equations and the prose's code blocks (a command to copy). A block whose content is wider than its box
+# is cut off or hidden behind a scroll bar (inline math may overhang its line box by a subscript's width, which hides
+# nothing).
 OVERFLOW = """
 const boxes = document.querySelectorAll(
-  "div.cell_output, div.cell_output *, div.proof, div.proof *, div.admonition, div.admonition *");
+  "div.cell_output, div.cell_output *, div.proof, div.proof *, div.admonition, div.admonition *, main pre");
 return [...boxes]
   .filter((e) => e.tagName === "MJX-CONTAINER" ? e.getAttribute("display") === "true"
                                                : !getComputedStyle(e).display.startsWith("inline"))
@@ -267,8 +268,14 @@ const clippedMath = (m) => {
   }
   return right > root.clientWidth + 2;
 };
+// what a phone reader cannot see without finding a scroll bar: a figure wider than the screen, and a cell of the
+// tables that hold the verdicts (the scorecard, the errata, the summary) off the screen's edge
+const offScreen = [...article.querySelectorAll("figure img, table.fixed-columns td, table.verdict-summary td")]
+  .filter((e) => e.getBoundingClientRect().width > 0 && e.getBoundingClientRect().right > root.clientWidth + 2);
 return {
   pageWidth: root.scrollWidth, viewport: root.clientWidth,
+  hidden: offScreen.map((e) => `${e.tagName.toLowerCase()} ending at ${Math.round(e.getBoundingClientRect().right)} `
+                               + `px: "${(e.textContent || e.getAttribute("alt") || "").trim().slice(0, 60)}"`),
   clipped: [...boxes]
     .filter((e) => e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 2 && !scrolls(e)
                    && !getComputedStyle(e).display.startsWith("inline"))
@@ -290,3 +297,5 @@ def test_page_fits_a_phone(browser, server: str, page: str) -> None:
         browser.set_window_size(1280, 900)
     assert state["pageWidth"] <= state["viewport"] + 2, f"{page}: the page scrolls sideways at 400 px: {state}"
     assert not state["clipped"], f"{page}: content cut off at 400 px:\n" + "\n".join(state["clipped"][:10])
+    assert not state["hidden"], f"{page}: figures or verdicts off the screen at 400 px:\n" + "\n".join(
+        state["hidden"][:10])
