@@ -6,6 +6,10 @@ nothing here downloads it); :func:`imagenet_folder` fails with a message that sa
 CIFAR-10/100, EMNIST letters and CelebA are read from their standard files (no torchvision); only MNIST and CIFAR
 download, and only when asked (``download=True``).
 
+Real 28x28 data ships inside the package (``compendium/datasets/``, with its provenance): 10,000 MNIST digits
+(:func:`mnist_digits`) and a Fashion-MNIST subset (:func:`fashion_mnist_subset`), checked by SHA-256 on every load.
+MNIST and Fashion-MNIST have the same file names; :func:`mnist` and :func:`fashion_mnist` each refuse the other's.
+
 Images are float32 tensors in [0, 1] of shape (batch, channels, height, width).
 
 Setting the environment variable ``COMPENDIUM_OFFLINE`` (to anything non-empty) refuses every download at once,

