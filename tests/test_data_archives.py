@@ -22,7 +22,7 @@ def _archive(path, members: dict[str, bytes]) -> None:
 @pytest.fixture
 def cifar_archive(tmp_path, monkeypatch):
     """The CIFAR-10 archive's path under ``tmp_path/root``, taken as downloaded (its checksum accepted)."""
-    monkeypatch.setattr(data, "_md5", lambda path: data._CIFAR10.md5)
+    monkeypatch.setattr(data, "_file_hash", lambda path, algorithm="md5": data._CIFAR10.md5)
     root = tmp_path / "root"
     root.mkdir()
     return root, root / data._CIFAR10.url.rsplit("/", 1)[1]
