@@ -219,6 +219,23 @@ class Plan:
     def hours_on(self, card: Card) -> float:
         return sum(s.hours_on(card) for s in self.steps)
 
+    def on_card(self, card: Card) -> str:
+        """The hours on ``card`` as text, or that its memory cannot hold the run's peak GPU memory."""
+        if self.gpu.bytes > card.memory_gb * GB:
+            return f"does not fit ({card.memory_gb:g} GB)"
+        return hours_text(self.hours_on(card))
+
+    def runtimes(self) -> str:
+        """The Colab runtimes (:data:`COLAB`) whose host RAM and disk hold the run, or what is short on the largest."""
+        fits = [r.name for r in COLAB if self.ram.bytes <= r.ram_gb * GB and self.disk.bytes <= r.disk_gb * GB]
+        if fits:
+            return fits[0] if len(fits) == 1 else f"{fits[0]} and up"
+        largest = COLAB[-1]
+        short = [what for what, need, have in (("RAM", self.ram.bytes, largest.ram_gb), ("disk", self.disk.bytes,
+                                                                                       largest.disk_gb))
+                 if need > have * GB]
+        return "none: too little " + " and ".join(short)
+
     def table(self):
         """A ``pandas.DataFrame``: one row per step (and a total row) with the count, the unit, the seconds per
         unit on the reference card and their basis, the hours on the device seen and on every card of
@@ -253,11 +270,12 @@ class Plan:
                          f"{hours_text(s.hours)} {'on the CPU' if s.on_cpu else 'on the H200'} ({s.basis})")
         if self.device is not None:
             lines.append(f"  total on this machine ({self.device.name}): {hours_text(self.hours_on(self.device))}")
-        lines.append("  total: " + ", ".join(f"{c.name} {hours_text(self.hours_on(c))}" for c in CARDS)
+        lines.append("  total: " + ", ".join(f"{c.name} {self.on_card(c)}" for c in CARDS)
                      + " (speed factors from FP32 and bandwidth: approximate)")
         lines += [f"  GPU memory {size(self.gpu.bytes)} ({self.gpu.describe()})",
                   f"  host RAM {size(self.ram.bytes)} ({self.ram.describe()})",
-                  f"  disk {size(self.disk.bytes)} in {self.folder} ({self.disk.describe()})"]
+                  f"  disk {size(self.disk.bytes)} in {self.folder} ({self.disk.describe()})",
+                  f"  Colab runtimes (RAM and disk) that hold it: {self.runtimes()}"]
         return "\n".join(lines)
 
     def check_fits(self, *, ram_bytes: float | None = None, disk_bytes: float | None = None,
@@ -281,13 +299,19 @@ class Plan:
             import torch
 
             gpu_bytes = torch.cuda.mem_get_info()[0]
+        ram_text, ram_advice = self.ram.describe(), self.ram.advice
+        if not self.on_gpu and self.gpu.bytes > 0:
+            ram_text += f"; and the device's tensors, on this CPU: {self.gpu.describe()}"
+            ram_advice += f"; {self.gpu.advice}"
         problems = []
-        for what, need, needed, have in (("host RAM", self.ram, ram_need, ram_bytes),
-                                         ("free disk in " + self.folder, self.disk, self.disk.bytes, disk_bytes),
-                                         ("GPU memory", self.gpu, self.gpu.bytes, gpu_bytes if self.on_gpu else None)):
+        for what, text, advice, needed, have in (
+                ("host RAM", ram_text, ram_advice, ram_need, ram_bytes),
+                ("free disk in " + self.folder, self.disk.describe(), self.disk.advice, self.disk.bytes, disk_bytes),
+                ("GPU memory", self.gpu.describe(), self.gpu.advice, self.gpu.bytes,
+                 gpu_bytes if self.on_gpu else None)):
             if have is not None and needed > have:
-                problems.append(f"{what}: the run needs {size(needed)} ({need.describe()}), the machine has "
-                                f"{size(have)}; {need.advice}")
+                problems.append(f"{what}: the run needs {size(needed)} ({text}), the machine has {size(have)}; "
+                                f"{advice}")
         if problems:
             raise ValueError(f"{self.chapter} at scale={self.scale!r} does not fit this machine:\n  "
                              + "\n  ".join(problems))
@@ -869,12 +893,13 @@ def markdown(scale: str = "paper", cards: tuple[str, ...] = ("T4", "A100 80", "H
     prefix), peak GPU memory, host RAM and disk; then the transfer-learning chapter's head stores by data set."""
     chosen = [c for prefix in cards for c in CARDS if c.name.startswith(prefix)]
     lines = [MARKDOWN_START, "",
-             "| Chapter | " + " | ".join(f"{c.name}" for c in chosen) + " | GPU memory | host RAM | disk |",
-             "|---|" + "---|" * (len(chosen) + 3)]
+             "| Chapter | " + " | ".join(f"{c.name}" for c in chosen) + " | GPU memory | host RAM | disk | Colab |",
+             "|---|" + "---|" * (len(chosen) + 4)]
     for key, chapter in chapters.registry().items():
         found = plan_of(key, chapter.module.settings(scale, device="cpu"))
-        lines.append(f"| {chapter.title} | " + " | ".join(hours_text(found.hours_on(c)) for c in chosen)
-                     + f" | {size(found.gpu.bytes)} | {size(found.ram.bytes)} | {size(found.disk.bytes)} |")
+        lines.append(f"| {chapter.title} | " + " | ".join(found.on_card(c) for c in chosen)
+                     + f" | {size(found.gpu.bytes)} | {size(found.ram.bytes)} | {size(found.disk.bytes)} | "
+                     f"{found.runtimes()} |")
     mnist, cifar = head_stores(dataset="mnist"), head_stores(dataset="cifar10")
     lines += ["", f"The transfer-learning chapter's stored shadow heads at `paper` scale: {size(mnist['mnist'])} "
               f"with `dataset = \"mnist\"`, {size(cifar['cifar10'])} with `dataset = \"cifar10\"`, and "
