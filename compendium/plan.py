@@ -199,7 +199,8 @@ def hours_text(hours: float) -> str:
 class Plan:
     """A chapter run's cost: its :class:`Step` s and its peak GPU memory, host RAM and disk (:class:`Need` s, disk
     in ``folder``).  ``device`` is the machine the plan was made on, as a :class:`Card` (``None``: a CUDA card not in
-    :data:`CARDS`)."""
+    :data:`CARDS`); ``measured`` the chapter's measured seconds for this very run on 2 CPU cores (its ``SECONDS``, at
+    a scale's default settings on the CPU), which then replace the CPU's stated speed."""
 
     chapter: str
     scale: str
@@ -210,6 +211,7 @@ class Plan:
     folder: str
     device: Card | None
     on_gpu: bool
+    measured: float | None = None
 
     @property
     def hours(self) -> float:
@@ -218,6 +220,13 @@ class Plan:
 
     def hours_on(self, card: Card) -> float:
         return sum(s.hours_on(card) for s in self.steps)
+
+    def hours_here(self) -> float:
+        """Hours on the machine the plan was made on: :attr:`measured` where there is one, else :meth:`hours_on`
+        its card (NaN for a CUDA card not in :data:`CARDS`)."""
+        if self.measured is not None:
+            return self.measured / HOUR
+        return self.hours_on(self.device) if self.device else math.nan
 
     def on_card(self, card: Card) -> str:
         """The hours on ``card`` as text, or that its memory cannot hold the run's peak GPU memory."""
@@ -242,12 +251,12 @@ class Plan:
         :data:`CARDS`; the peak GPU memory, RAM and disk in ``attrs``."""
         import pandas as pd  # not at import: a notebook's first cell calls show() without pandas' import time
 
-        seen = f"hours, this machine ({self.device.name})" if self.device else "hours, this machine"
+        seen = "hours, this machine" + (" (measured)" if self.measured is not None else
+                                         f" ({self.device.name})" if self.device else "")
         rows = [{"step": s.name, "count": s.count, "unit": s.unit, "seconds per unit (H200)": s.seconds,
-                 "basis": s.basis, seen: s.hours_on(self.device) if self.device else math.nan,
+                 "basis": s.basis, seen: s.hours_on(self.device) if self.device and self.measured is None else math.nan,
                  **{f"hours, {c.name}": s.hours_on(c) for c in CARDS}} for s in self.steps]
-        rows.append({"step": "total", seen: self.hours_on(self.device) if self.device else math.nan,
-                     **{f"hours, {c.name}": self.hours_on(c) for c in CARDS}})
+        rows.append({"step": "total", seen: self.hours_here(), **{f"hours, {c.name}": self.hours_on(c) for c in CARDS}})
         frame = pd.DataFrame(rows)
         frame.attrs.update(gpu_bytes=self.gpu.bytes, ram_bytes=self.ram.bytes, disk_bytes=self.disk.bytes)
         return frame
@@ -259,7 +268,7 @@ class Plan:
                  for name, need in (("gpu_memory", self.gpu), ("ram", self.ram), ("disk", self.disk))}
         return {"chapter": self.chapter, "scale": self.scale, "steps": steps,
                 "hours": {c.name: self.hours_on(c) for c in CARDS}, **needs, "disk_folder": self.folder,
-                "device": None if self.device is None else self.device.name}
+                "device": None if self.device is None else self.device.name, "hours_here": self.hours_here()}
 
     def text(self) -> str:
         """The plan as plain text: the steps, the total hours per card, and the memory and disk it needs."""
@@ -268,13 +277,19 @@ class Plan:
         for s in self.steps:
             lines.append(f"  {s.name:<{width}}  {s.count:>12,.0f} {s.unit}, {s.seconds:.3g} s each: "
                          f"{hours_text(s.hours)} {'on the CPU' if s.on_cpu else 'on the H200'} ({s.basis})")
-        if self.device is not None:
-            lines.append(f"  total on this machine ({self.device.name}): {hours_text(self.hours_on(self.device))}")
+        if self.measured is not None:
+            lines.append(f"  total on this machine: {hours_text(self.hours_here())} (measured: the chapter's time at "
+                         "this scale on 2 CPU cores, its SECONDS)")
+        elif self.device is not None:
+            lines.append(f"  total on this machine ({self.device.name}): {hours_text(self.hours_here())}")
         lines.append("  total: " + ", ".join(f"{c.name} {self.on_card(c)}" for c in CARDS)
                      + " (speed factors from FP32 and bandwidth: approximate)")
-        lines += [f"  GPU memory {size(self.gpu.bytes)} ({self.gpu.describe()})",
-                  f"  host RAM {size(self.ram.bytes)} ({self.ram.describe()})",
-                  f"  disk {size(self.disk.bytes)} in {self.folder} ({self.disk.describe()})",
+        def parts(need: Need) -> str:
+            return f" ({need.describe()})" if need.bytes else ""
+
+        lines += [f"  GPU memory {size(self.gpu.bytes)}{parts(self.gpu)}",
+                  f"  host RAM {size(self.ram.bytes)}{parts(self.ram)}",
+                  f"  disk {size(self.disk.bytes)} in {self.folder}{parts(self.disk)}",
                   f"  Colab runtimes (RAM and disk) that hold it: {self.runtimes()}"]
         return "\n".join(lines)
 
@@ -348,8 +363,10 @@ def _dp_sgd_seconds(side: int) -> tuple[float, str]:
     """Seconds of one opacus DP-SGD step of the linear-layer attack on one 3 x side x side image: the measured step at
     224 x 224, scaled by the pixels above that size (the work is linear in the pixels), not below it."""
     seconds, basis = _measured("Ziller: 15,000 DP-SGD steps on 224x224 images")
+    if side == ZILLER_SIDE:
+        return seconds, basis
     scale = max(1.0, (side / ZILLER_SIDE) ** 2)
-    return seconds * scale, basis if scale == 1 else f"estimate: {basis} x {scale:.3g} (pixels)"
+    return seconds * scale, f"estimate: {basis} x {scale:.3g} (pixels; no faster below {ZILLER_SIDE}²)"
 
 
 def _opacus_batch_bytes(images: int, side: int) -> float:
@@ -389,7 +406,6 @@ def _ziller(cfg):
     return steps, gpu, ram, disk, cfg.imagenet_dir or "data"
 
 
-#: The work of the book-scale run that a CPU step's seconds are spread over (see :func:`_cpu_step`).
 def _cpu_step(key: str, name: str, count: float, book_count: float, unit: str, parameter: str) -> Step:
     """A step that runs on the CPU at any device: ``count`` units at the chapter's measured ``book``-scale time
     (``SECONDS["book"]``) over the ``book_count`` units it did there (an estimate: the whole chapter's time put on this
@@ -710,8 +726,8 @@ def _transfer(cfg):
     largest = max(runs, key=lambda r: r.dim)
     biggest = max(reconstructors)
     shard = max(1, min(SHARD_SIZE, SHARD_BYTES // (F32 * largest.set_size * largest.features)))  # shadow_heads' rule
-    gpu = Need((("reconstructor, gradient and Adam's moments", 4 * F32 * biggest),
-                ("the heads' weight covariance (float64, twice)", 2 * F64 * largest.dim**2),
+    gpu = Need((("training a reconstructor: its weights, gradient and Adam's moments, and the heads' weight "
+                 "covariance (float64, twice)", 4 * F32 * biggest + 2 * F64 * largest.dim**2),
                 ("one shard of heads (weights, gradient, momentum) and its features",
                  3 * F32 * shard * largest.dim + SHARD_BYTES)),
                f"hidden={cfg.hidden} / identity_hidden={cfg.identity_hidden} (the reconstructors' widths): reduce "
@@ -786,7 +802,8 @@ def _diffusion(cfg):
     module = chapters.chapter("diffusion").module
     dps, dps_basis = _measured("diffusion: DPS, one 256x256 reconstruction (1000 steps)")
     dsg, dsg_basis = _measured("diffusion: DSG, one 256x256 reconstruction (100 steps)")
-    if cfg.digits:  # the book's own small prior: its measured book-scale time over its sampler steps
+    if cfg.digits:  # the book's own small prior: its measured book-scale time (2 CPU cores) over its sampler steps,
+        # not converted between devices (the GPU check ran the book's chapter about as fast on the H200)
         book = module.settings("book", device="cpu")
         book_steps = sum(int(k.split()[-1]) * v if " " in k else book.dlg_iterations * v
                          for k, v in diffusion_runs(book).items())
@@ -794,28 +811,30 @@ def _diffusion(cfg):
         dps = dsg = seconds / book_steps
         dps_basis = dsg_basis = (f"estimate: the book run's {seconds} s (SECONDS, 2 CPU cores) over its "
                                  f"{book_steps:,} sampler steps: an upper bound")
-    steps = []
-    for key, count in sorted(diffusion_runs(cfg).items()):
+    steps, runs = [], diffusion_runs(cfg)
+    for key, count in sorted(runs.items()):
         method, _, n = key.partition(" ")
         if method in ("DLG", "IG"):
             iterations = cfg.dlg_iterations * (module.IG_RESTARTS if method == "IG" else 1)
             steps.append(Step(f"{method} baseline ({count} runs)", count * iterations, "gradient-matching steps", dsg,
-                              f"estimate: at most a DSG step ({dsg_basis})", "dlg_iterations x targets"))
+                              f"estimate: at most a DSG step ({dsg_basis})", "dlg_iterations x targets",
+                              on_cpu=cfg.digits))
         else:
             seconds, basis = (dsg, dsg_basis) if method == "DSG" else (dps, dps_basis)
             if method == "prior":
                 basis = f"estimate: at most a DPS step ({basis})"
             steps.append(Step(f"{method}, {n} steps ({count} runs)", count * int(n), "sampler steps", seconds, basis,
-                              "targets x the grids (variances, sweep_zetas, sweep_rates, attacked_models)"))
+                              "targets x the grids (variances, sweep_zetas, sweep_rates, attacked_models)",
+                              on_cpu=cfg.digits))
     weights = {name: weights_of(_meta(lambda: gradient_targets.gradient_target(
         name, in_channels=cfg.in_channels, image_size=cfg.image_size))) for name in cfg.attacked_models}
     steps.append(Step("Reconstruction Vulnerability, Eq. (17)", cfg.rv_images * cfg.rv_directions * len(weights),
                       "directions (one image)", dsg, f"estimate: at most a DSG step ({dsg_basis})",
-                      "rv_images x rv_directions x attacked_models"))
+                      "rv_images x rv_directions x attacked_models", on_cpu=cfg.digits))
     largest = max(weights.values())
-    batch = max(cfg.targets, module.BATCH_ENTRIES // largest)
+    batch = min(max(cfg.targets, module.BATCH_ENTRIES // largest), max(runs.values()))  # Experiment._attack's rule
     pixels = cfg.in_channels * cfg.image_size**2
-    gpu = Need((("prior's weights", 0 if cfg.digits else F32 * PRIOR_WEIGHTS),
+    gpu = Need((("prior's weights (its activations not counted)", 0 if cfg.digits else F32 * PRIOR_WEIGHTS),
                 (f"gradients of a batch of {batch} targets", GRADIENT_COPIES * F32 * batch * largest)),
                f"targets={cfg.targets} (a batch holds at least the targets) or attacked_models: reduce them",
                summed=True)
@@ -849,7 +868,12 @@ def plan_of(key: str, cfg) -> Plan:
                          "planner to compendium/plan.py)")
     steps, gpu, ram, disk, folder = PLANNERS[key](cfg)
     card, on_gpu = device_card(cfg.device)
-    return Plan(key, cfg.scale, tuple(steps), gpu, ram, disk, str(folder), card, on_gpu)
+    chapter = chapters.chapter(key)
+    measured = None
+    if not on_gpu and cfg.scale in chapter.seconds and cfg == chapter.module.settings(cfg.scale, device=cfg.device,
+                                                                                      seed=cfg.seed):
+        measured = float(chapter.seconds[cfg.scale])
+    return Plan(key, cfg.scale, tuple(steps), gpu, ram, disk, str(folder), card, on_gpu, measured)
 
 
 def plan(key: str, scale: str = "paper", device: str = "auto", **overrides) -> Plan:
