@@ -357,6 +357,11 @@ ZILLER_SIDE = 224
 IMAGENET_JPEG_BYTES = 6.4e9 / 50_000
 #: AlexNet's LPIPS weights, downloaded once into torch's cache (the torchvision checkpoint, 233 MB).
 LPIPS_ALEX_BYTES = 233e6
+#: The clipping norms of the Ziller chapter's Figure 3 (``figure3_clip_norms`` returns four).
+FIGURE3_CLIP_NORMS = 4
+#: Values per Monte-Carlo release of the image chapters' distributional checks (their largest sample, ``N = 50``),
+#: and the arrays of that size they hold at once (estimate: releases, metric, a sorted copy).
+MC_VALUES, MC_ARRAYS = 50, 3
 
 
 def _dp_sgd_seconds(side: int) -> tuple[float, str]:
@@ -386,22 +391,25 @@ def _images_disk(cfg) -> tuple[tuple[str, float], ...]:
 
 @planner("ziller2024")
 def _ziller(cfg):
+    """Ziller et al.: one opacus DP-SGD step per reconstruction (:func:`_dp_sgd_seconds`): Figures 1 and 4's
+    ``n_images x |sigmas| x |clip_norms|``, Figure 3's ``4 x |sigmas| x fig3_draws`` at each of ``fig3_resolutions``,
+    and ``n_opacus`` for the observation-model test.  GPU memory: the larger opacus batch; RAM: the Monte-Carlo
+    draws; disk: the ImageNet JPEGs and LPIPS's weights."""
     grid = cfg.n_images * len(cfg.sigmas) * len(cfg.clip_norms)
     seconds, basis = _dp_sgd_seconds(cfg.resolution)
     steps = [Step(f"Figures 1, 4: {cfg.resolution}² images", grid, "DP-SGD steps", seconds, basis,
                   "n_images x sigmas x clip_norms")]
-    for side in cfg.fig3_resolutions:  # Figure 3: four clipping norms, every sigma, fig3_draws draws each
+    for side in cfg.fig3_resolutions:
         seconds, basis = _dp_sgd_seconds(side)
-        steps.append(Step(f"Figure 3: {side}² image", 4 * len(cfg.sigmas) * cfg.fig3_draws, "DP-SGD steps", seconds,
-                          basis, "sigmas x fig3_draws (four clipping norms)"))
+        steps.append(Step(f"Figure 3: {side}² image", FIGURE3_CLIP_NORMS * len(cfg.sigmas) * cfg.fig3_draws,
+                          "DP-SGD steps", seconds, basis, "sigmas x fig3_draws (four clipping norms)"))
     seconds, basis = _dp_sgd_seconds(cfg.resolution)
     steps.append(Step("observation-model test", cfg.n_opacus, "DP-SGD steps", seconds, basis, "n_opacus"))
     side = max(cfg.fig3_resolutions)
     gpu = Need((("Figure 3 batch", _opacus_batch_bytes(cfg.fig3_draws, side)),
                 ("Figure 1 batch", _opacus_batch_bytes(cfg.n_images, cfg.resolution))),
                f"fig3_draws={cfg.fig3_draws} at fig3_resolutions={cfg.fig3_resolutions}: reduce them")
-    # the Monte-Carlo checks hold n_mc releases of 50 float64 values, three arrays at a time (estimate)
-    ram = Need((("Monte-Carlo draws", 3 * cfg.n_mc * 50 * F64),), f"n_mc={cfg.n_mc}: reduce it")
+    ram = Need((("Monte-Carlo draws", MC_ARRAYS * cfg.n_mc * MC_VALUES * F64),), f"n_mc={cfg.n_mc}: reduce it")
     disk = Need(_images_disk(cfg), "point imagenet_dir at a larger disk", summed=True)
     return steps, gpu, ram, disk, cfg.imagenet_dir or "data"
 
@@ -422,6 +430,8 @@ def _accounted_steps(sigmas, rates, steps) -> int:
 
 @planner("mean_to_extreme")
 def _mean_to_extreme(cfg):
+    """From Mean to Extreme: Figure 4's ``n_images x |fig4_sigmas|`` opacus steps, and the exact prior-aware bound
+    under subsampling on the CPU (:func:`_cpu_step` over :func:`_accounted_steps`).  Memory as the Ziller chapter's."""
     module = chapters.chapter("mean_to_extreme").module
     book = module.settings("book", device="cpu")
     seconds, basis = _dp_sgd_seconds(cfg.resolution)
@@ -435,13 +445,15 @@ def _mean_to_extreme(cfg):
     gpu = Need((("Figure 4 batch", _opacus_batch_bytes(cfg.n_images, cfg.resolution)),
                 ("opacus reconstructions", _opacus_batch_bytes(cfg.n_opacus, 16))),
                f"n_images={cfg.n_images} at resolution={cfg.resolution}: reduce them")
-    ram = Need((("Monte-Carlo draws", 3 * cfg.n_mc * 50 * F64),), f"n_mc={cfg.n_mc}: reduce it")
+    ram = Need((("Monte-Carlo draws", MC_ARRAYS * cfg.n_mc * MC_VALUES * F64),), f"n_mc={cfg.n_mc}: reduce it")
     return steps, gpu, ram, Need(_images_disk(cfg), "point imagenet_dir at a larger disk", summed=True), (
         cfg.imagenet_dir or "data")
 
 
 @planner("calculator")
 def _calculator(cfg):
+    """The calculator page: the exact bound against the authors' Edgeworth approximation on its grid, on the CPU
+    (:func:`_cpu_step` over :func:`_accounted_steps`); RAM: two arrays of ``mc_draws`` float64 values."""
     book = chapters.chapter("calculator").module.settings("book", device="cpu")
     steps = [_cpu_step("calculator", "exact bound against Edgeworth",
                        _accounted_steps(cfg.edgeworth_sigmas, cfg.edgeworth_sample_rates, cfg.edgeworth_steps),
@@ -527,6 +539,11 @@ def hcr_solves(cfg) -> dict[str, int]:
 
 @planner("hcr")
 def _hcr(cfg):
+    """Chaudhuri et al.: :func:`hcr_solves` LSQR solves per task, at ``paper`` scale the measured ImageNet ResNet-18
+    solve scaled by the network's forward MACs (:func:`forward_macs`), else the book run's time per solve; the two
+    classifiers' training (:func:`_training_step`); with ``imagenet_dir``, ResNet-18's and Swin-T's bounds.  RAM:
+    :data:`HCR_ARRAYS_PER_IMAGE` arrays of ``p`` float64 values per bounded image and run, and the training images;
+    GPU: the larger classifier with AdamW's state and the rank check's Jacobians; disk: the downloads."""
     from compendium import models
 
     module = chapters.chapter("hcr").module
@@ -607,6 +624,10 @@ CELEBA_TRAIN, CELEBA_TEST = 182_637, 19_962
 #: WideResNet-50-2's forward cost on a 224 x 224 crop (GMACs, torchvision's figure) and EMNIST letters' training
 #: images (VGGtiny's pre-training set).
 WIDE_RESNET_GMACS, EMNIST_LETTERS_TRAIN = 11.4, 124_800
+#: What the GPU check timed for this chapter: heads of 2,570 weights (256 features) at N = 10 and 40, and Table 2's
+#: MNIST generator of 52,965,377 weights (compendium.models.ResidualReconstructor's docstring).
+MEASURED_HEAD = (2570, 10, 40)
+MEASURED_GENERATOR_WEIGHTS = 52_965_377
 
 
 @dataclass(frozen=True)
@@ -668,7 +689,8 @@ def _head_seconds(run: TransferRun, cfg) -> float:
     (two steps an epoch), a CelebA head ``identity_max_attempts`` times (the restart rule's worst case)."""
     low = MEASURED["transfer: 2.56e6 training heads, N = 10"]
     high = MEASURED["transfer: 2.56e6 training heads, N = 40"]
-    seconds = max(low, low + (high - low) * (run.set_size - 10) / 30) * run.dim / 2570
+    weights, n_low, n_high = MEASURED_HEAD
+    seconds = max(low, low + (high - low) * (run.set_size - n_low) / (n_high - n_low)) * run.dim / weights
     return seconds * (2 if run.kind == "DP-SGD" else 1) * (cfg.identity_max_attempts if run.kind == "identity" else 1)
 
 
@@ -687,6 +709,11 @@ def _reconstructor(cfg, run: TransferRun):
 
 @planner("transfer_learned")
 def _transfer(cfg):
+    """Maciazek & Allison: the shadow heads of every attack of :func:`transfer_runs` (those sharing a store trained
+    once; :func:`_head_seconds`), the reconstructors' Adam steps at the measured MNIST generator's step times its
+    weights (:func:`_reconstructor`, counted on the meta device), CelebA's photos through WideResNet-50-2 and
+    VGGtiny's pre-training.  Disk: every store, ``heads x (weights + N) x 4`` bytes (:func:`head_stores`); RAM: the
+    pools (and the heads, when ``shadow_dir`` is ``None``); GPU: a reconstructor's training or a shard of heads."""
     from compendium.attacks.transfer_heads import SHARD_BYTES, SHARD_SIZE
 
     runs = transfer_runs(cfg)
@@ -706,7 +733,7 @@ def _transfer(cfg):
     for r in runs:
         reconstructors.setdefault(weights_of(_reconstructor(cfg, r)), []).append(r)
     for weights, group in reconstructors.items():
-        ratio = weights / 52_965_377
+        ratio = weights / MEASURED_GENERATOR_WEIGHTS
         basis = ("measured on the H200 (gpu_check.json: Table 2's MNIST generator)" if ratio == 1 else
                  f"estimate: the measured MNIST generator's step x {ratio:.3g} (its weights)")
         steps.append(Step(f"reconstructors of {weights:,} weights ({len(group)} runs)", sum(r.steps for r in group),
@@ -797,6 +824,10 @@ def diffusion_runs(cfg) -> dict[str, int]:
 
 @planner("diffusion")
 def _diffusion(cfg):
+    """Huang, Meng et al.: the sampler steps of every distinct attack (:func:`diffusion_runs`) at the measured DPS and
+    DSG steps (at ``paper`` scale; the book run's time per step for the digits), the baselines' gradient-matching
+    steps and Eq. (17)'s directions each at most a DSG step.  GPU: the prior and :data:`GRADIENT_COPIES` batches of
+    gradients of the largest attacked network; RAM and disk: the images and the prior's checkpoint."""
     from compendium.models import gradient_targets
 
     module = chapters.chapter("diffusion").module

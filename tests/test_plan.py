@@ -135,3 +135,22 @@ def test_cards_and_speeds() -> None:
 def test_the_reproduce_page_shows_the_computed_plan() -> None:
     """The page's table is the plan's (regenerate it with ``python -m compendium plan all --markdown``)."""
     assert plan.markdown() in (ROOT / "book" / "reproduce.md").read_text()
+
+
+def test_the_measured_generator_is_table_2s() -> None:
+    import torch
+
+    from compendium import models
+
+    with torch.device("meta"):
+        model = models.ResidualReconstructor(2580, width=256, out_channels=1, size=32)
+    assert plan.weights_of(model) == plan.MEASURED_GENERATOR_WEIGHTS
+
+
+def test_hcr_results_are_modelled_per_bounded_image() -> None:
+    """RAM grows by HCR_ARRAYS_PER_IMAGE float64 arrays of p pixels per bounded image and run."""
+    base = plan.plan("hcr", device="cpu")
+    more = plan.plan("hcr", device="cpu", colour_examples=2_501)
+    kept = dict(more.ram.parts)["bounds kept"] - dict(base.ram.parts)["bounds kept"]
+    runs = 3  # the colour task's main, limit and i = 1 runs at paper scale
+    assert kept == runs * plan.HCR_ARRAYS_PER_IMAGE * 8 * 3072
