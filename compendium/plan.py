@@ -199,8 +199,9 @@ def hours_text(hours: float) -> str:
 class Plan:
     """A chapter run's cost: its :class:`Step` s and its peak GPU memory, host RAM and disk (:class:`Need` s, disk
     in ``folder``).  ``device`` is the machine the plan was made on, as a :class:`Card` (``None``: a CUDA card not in
-    :data:`CARDS`); ``measured`` the chapter's measured seconds for this very run on 2 CPU cores (its ``SECONDS``, at
-    a scale's default settings on the CPU), which then replace the CPU's stated speed."""
+    :data:`CARDS`), ``torch_device`` the run's (``"cpu"``, ``"cuda:1"``); ``measured`` the chapter's measured seconds
+    for this very run on 2 CPU cores (its ``SECONDS``, at a scale's default settings on the CPU), which then replace
+    the CPU's stated speed."""
 
     chapter: str
     scale: str
@@ -212,6 +213,7 @@ class Plan:
     device: Card | None
     on_gpu: bool
     measured: float | None = None
+    torch_device: str = "cpu"
 
     @property
     def hours(self) -> float:
@@ -313,7 +315,7 @@ class Plan:
         if gpu_bytes is None and self.on_gpu:
             import torch
 
-            gpu_bytes = torch.cuda.mem_get_info()[0]
+            gpu_bytes = torch.cuda.mem_get_info(torch.device(self.torch_device))[0]
         ram_text, ram_advice = self.ram.describe(), self.ram.advice
         if not self.on_gpu and self.gpu.bytes > 0:
             ram_text += f"; and the device's tensors, on this CPU: {self.gpu.describe()}"
@@ -880,15 +882,15 @@ def _diffusion(cfg):
 # ---------------------------------------------------------------------------------------------------------------
 # the entry points
 # ---------------------------------------------------------------------------------------------------------------
-def device_card(device: str = "auto") -> tuple[Card | None, bool]:
+def device_card(device: str = "auto") -> tuple[Card | None, str]:
     """The machine a run on ``device`` uses, as a :class:`Card` (:func:`card_named` of the CUDA device's name, or
-    :func:`cpu_card`), and whether it is a GPU."""
+    :func:`cpu_card`), and the torch device (``"cpu"``, ``"cuda:k"``)."""
     import torch
 
     if device == "cpu" or not torch.cuda.is_available():
-        return cpu_card(), False
+        return cpu_card(), "cpu"
     index = torch.device(device if device != "auto" else "cuda").index or 0
-    return card_named(torch.cuda.get_device_name(index)), True
+    return card_named(torch.cuda.get_device_name(index)), f"cuda:{index}"
 
 
 def plan_of(key: str, cfg) -> Plan:
@@ -898,13 +900,14 @@ def plan_of(key: str, cfg) -> Plan:
         raise ValueError(f"chapter={key!r} has no plan; allowed: one of {', '.join(map(repr, PLANNERS))} (add a "
                          "planner to compendium/plan.py)")
     steps, gpu, ram, disk, folder = PLANNERS[key](cfg)
-    card, on_gpu = device_card(cfg.device)
+    card, torch_device = device_card(cfg.device)
+    on_gpu = torch_device != "cpu"
     chapter = chapters.chapter(key)
     measured = None
     if not on_gpu and cfg.scale in chapter.seconds and cfg == chapter.module.settings(cfg.scale, device=cfg.device,
                                                                                       seed=cfg.seed):
         measured = float(chapter.seconds[cfg.scale])
-    return Plan(key, cfg.scale, tuple(steps), gpu, ram, disk, str(folder), card, on_gpu, measured)
+    return Plan(key, cfg.scale, tuple(steps), gpu, ram, disk, str(folder), card, on_gpu, measured, torch_device)
 
 
 def plan(key: str, scale: str = "paper", device: str = "auto", **overrides) -> Plan:
