@@ -197,11 +197,11 @@ def hours_text(hours: float) -> str:
 
 @dataclass(frozen=True)
 class Plan:
-    """A chapter run's cost: its :class:`Step` s and its peak GPU memory, host RAM and disk (:class:`Need` s, disk
-    in ``folder``).  ``device`` is the machine the plan was made on, as a :class:`Card` (``None``: a CUDA card not in
-    :data:`CARDS`), ``torch_device`` the run's (``"cpu"``, ``"cuda:1"``); ``measured`` the chapter's measured seconds
-    for this very run on 2 CPU cores (its ``SECONDS``, at a scale's default settings on the CPU), which then replace
-    the CPU's stated speed."""
+    """A chapter run's cost: its steps (:class:`Step`) and its peak GPU memory, host RAM and disk (:class:`Need`,
+    disk in ``folder``).  ``device`` is the machine the plan was made on, as a :class:`Card` (``None``: a CUDA card
+    not in :data:`CARDS`), ``torch_device`` the run's (``"cpu"``, ``"cuda:1"``); ``measured`` the chapter's
+    measured seconds for this very run on 2 CPU cores (its ``SECONDS``, at a scale's default settings on the CPU),
+    which then replace the CPU's stated speed."""
 
     chapter: str
     scale: str
@@ -777,8 +777,9 @@ def _transfer(cfg):
         disk.append(("CelebA faces and features saved in data_dir/celeba", ram[1][1]))
     return (steps, gpu, Need(tuple(ram), f"dataset={cfg.dataset!r}, identity_dataset={cfg.identity_dataset!r}: a "
                                          "smaller data set", summed=True),
-            Need(tuple(disk), f"shadow_train={cfg.shadow_train:,}: reduce it, or point shadow_dir at a larger disk",
-                 summed=True), cfg.shadow_dir or cfg.data_dir)
+            Need(tuple(disk), f"shadow_train={cfg.shadow_train:,}: reduce it, or point shadow_dir at a larger disk "
+                              "(the variant, DP-SGD and identity counts of shadow heads count too)", summed=True),
+            cfg.shadow_dir or cfg.data_dir)
 
 
 # ---------------------------------------------------------------------------------------------------------------
