@@ -116,6 +116,8 @@ def _parser() -> argparse.ArgumentParser:
     output.add_argument("--json", action="store_true", help="print one JSON object (chapter key -> plan with all)")
     output.add_argument("--markdown", action="store_true",
                         help="print the reproduce page's table of every chapter (with CHAPTER all)")
+    costs.add_argument("--page", type=Path, default=None,
+                       help="with --markdown: write the table into this page's generated plan (book/reproduce.md)")
     costs.set_defaults(action=_plan)
 
     students = commands.add_parser("student-edition",
@@ -193,8 +195,14 @@ def _plan(args: argparse.Namespace) -> None:
         if args.chapter != "all":
             raise ValueError(f"--markdown with chapter={args.chapter!r}; allowed: all (the page's table has every "
                              "chapter)")
-        print(plan.markdown(args.scale))
+        if args.page is None:
+            print(plan.markdown(args.scale))
+        else:
+            plan.fill_page(args.page, args.scale)
+            print(f"wrote the plan into {args.page}")
         return
+    if args.page is not None:
+        raise ValueError("--page without --markdown; allowed: --markdown --page PAGE")
     plans = {key: plan.plan(key, args.scale, device=args.device) for key in keys}
     if args.json:
         found = {key: p.to_dict() for key, p in plans.items()}

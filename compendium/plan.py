@@ -964,3 +964,15 @@ def markdown(scale: str = "paper", cards: tuple[str, ...] = ("T4", "A100 80", "H
               f"with `dataset = \"mnist\"`, {size(cifar['cifar10'])} with `dataset = \"cifar10\"`, and "
               f"{size(mnist['celeba'])} more for the CelebA experiment with either.", "", MARKDOWN_END]
     return "\n".join(lines)
+
+
+def fill_page(page: Path, scale: str = "paper") -> None:
+    """Replace the generated plan of ``page`` (from :data:`MARKDOWN_START` to the next :data:`MARKDOWN_END`) by
+    :func:`markdown`; a page without the markers is an error, so that a renamed marker cannot leave a stale table."""
+    text = Path(page).read_text()
+    start = text.find(MARKDOWN_START)
+    end = text.find(MARKDOWN_END, start)
+    if start < 0 or end < 0:
+        raise ValueError(f"page={str(page)!r} has no generated plan (the line {MARKDOWN_START!r} and, after it, "
+                         f"{MARKDOWN_END!r}); allowed: a page with both, such as book/reproduce.md")
+    Path(page).write_text(text[:start] + markdown(scale) + text[end + len(MARKDOWN_END):])

@@ -133,7 +133,8 @@ def test_cards_and_speeds() -> None:
 
 
 def test_the_reproduce_page_shows_the_computed_plan() -> None:
-    """The page's table is the plan's (regenerate it with ``python -m compendium plan all --markdown``)."""
+    """The page's table is the plan's: after a change of a chapter's settings or SECONDS, regenerate it with
+    ``python -m compendium plan all --markdown --page book/reproduce.md``."""
     assert plan.markdown() in (ROOT / "book" / "reproduce.md").read_text()
 
 
@@ -154,3 +155,13 @@ def test_hcr_results_are_modelled_per_bounded_image() -> None:
     kept = dict(more.ram.parts)["bounds kept"] - dict(base.ram.parts)["bounds kept"]
     runs = 3  # the colour task's main, limit and i = 1 runs at paper scale
     assert kept == runs * plan.HCR_ARRAYS_PER_IMAGE * 8 * 3072
+
+
+def test_fill_page_writes_the_generated_plan(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(f"before\n{plan.MARKDOWN_START}\nstale\n{plan.MARKDOWN_END}\nafter\n")
+    plan.fill_page(page)
+    assert page.read_text() == f"before\n{plan.markdown()}\nafter\n"
+    page.write_text("no markers\n")
+    with pytest.raises(ValueError, match="no generated plan"):
+        plan.fill_page(page)
