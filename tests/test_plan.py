@@ -165,3 +165,12 @@ def test_fill_page_writes_the_generated_plan(tmp_path: Path) -> None:
     page.write_text("no markers\n")
     with pytest.raises(ValueError, match="no generated plan"):
         plan.fill_page(page)
+
+
+def test_hcr_imagenet_bounds_are_costed_at_the_measured_solve() -> None:
+    found = plan.plan("hcr", device="cpu", imagenet_dir="data/imagenet-val")
+    resnet = next(s for s in found.steps if s.name == "HCR bounds, ImageNet ResNet-18")
+    cfg = chapters.chapter("hcr").module.settings("paper", device="cpu")
+    assert resnet.count == cfg.imagenet_examples * 2 * cfg.num_restarts * 10
+    assert resnet.seconds == plan.MEASURED["HCR: one ImageNet bound, ResNet-18 (R = 25, i = 10)"]
+    assert found.hours > plan.plan("hcr", device="cpu").hours
