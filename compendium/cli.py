@@ -1,4 +1,5 @@
 """Command line: ``python -m compendium build`` renders the book, ``python -m compendium run CHAPTER`` reruns a chapter,
+``python -m compendium plan CHAPTER|all [--scale paper] [--json]`` prints what a run costs (:mod:`compendium.plan`),
 ``python -m compendium student-edition OUT`` writes the chapters without their solutions (:mod:`compendium.student`),
 ``python -m compendium risk ...`` is the reconstruction-risk calculator (:mod:`compendium.risk`) and
 ``python -m compendium dithering --feature-noise S (--feature-gain G | --matrix A.npy) [--releases T]`` its row for
@@ -58,6 +59,10 @@ def _chapter(text: str) -> str:
         raise argparse.ArgumentTypeError(str(err)) from err
 
 
+def _chapter_or_all(text: str) -> str:
+    return text if text == "all" else _chapter(text)
+
+
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scale", default="book", choices=chapters.SCALES,
                         help="ci: seconds on a CPU (tests); book: the rendered book (default); "
@@ -98,6 +103,22 @@ def _parser() -> argparse.ArgumentParser:
     shapes.add_argument("--out", type=Path, default=Path("_build/executed"),
                         help="output folder (default _build/executed); runs go to OUT/paper-shape/")
     shapes.set_defaults(action=_paper_shapes)
+
+    costs = commands.add_parser(
+        "plan", help="what a chapter's run costs before it starts: its costly steps, hours on each GPU card, GPU "
+                     "memory, host RAM and disk")
+    costs.add_argument("chapter", type=_chapter_or_all, metavar="CHAPTER",
+                       help="a chapter's key (e.g. transfer_learned), or all")
+    costs.add_argument("--scale", default="paper", choices=chapters.SCALES, help="paper (default), book or ci")
+    costs.add_argument("--device", default="auto", type=_device, choices=("auto", "cpu", "cuda"),
+                       help="the device whose hours are shown beside the cards' (auto: CUDA when available)")
+    output = costs.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print one JSON object (chapter key -> plan with all)")
+    output.add_argument("--markdown", action="store_true",
+                        help="print the reproduce page's table of every chapter (with CHAPTER all)")
+    costs.add_argument("--page", type=Path, default=None,
+                       help="with --markdown: write the table into this page's generated plan (book/reproduce.md)")
+    costs.set_defaults(action=_plan)
 
     students = commands.add_parser("student-edition",
                                    help="write the chapter notebooks without the exercises' solutions into a folder")
@@ -164,6 +185,30 @@ def _paper_shapes(args: argparse.Namespace) -> None:
         start = time.perf_counter()
         path = book.execute_paper_shape(key, device=args.device, out_dir=args.out.absolute(), force=True)
         print(f"{key}: paper shapes ran in {time.perf_counter() - start:.0f} s: {path}")
+
+
+def _plan(args: argparse.Namespace) -> None:
+    from compendium import plan  # imported here: the other commands do not need it
+
+    keys = list(chapters.registry()) if args.chapter == "all" else [args.chapter]
+    if args.markdown:
+        if args.chapter != "all":
+            raise ValueError(f"--markdown with chapter={args.chapter!r}; allowed: all (the page's table has every "
+                             "chapter)")
+        if args.page is None:
+            print(plan.markdown(args.scale))
+        else:
+            plan.fill_page(args.page, args.scale)
+            print(f"wrote the plan into {args.page}")
+        return
+    if args.page is not None:
+        raise ValueError("--page without --markdown; allowed: --markdown --page PAGE")
+    plans = {key: plan.plan(key, args.scale, device=args.device) for key in keys}
+    if args.json:
+        found = {key: p.to_dict() for key, p in plans.items()}
+        print(json.dumps(found if args.chapter == "all" else found[args.chapter], indent=1, allow_nan=False))
+    else:
+        print("\n\n".join(p.text() for p in plans.values()))
 
 
 def _student_edition(args: argparse.Namespace) -> None:

@@ -110,3 +110,29 @@ def test_failed_execution_names_the_chapter_and_keeps_no_result(tmp_path: Path) 
     assert not target.exists()
     assert (tmp_path / "out" / "broken.failed.ipynb").exists()
     assert [p.name for p in target.parent.iterdir()] == ["broken.failed.ipynb"]
+
+
+def test_plan_prints_a_table_and_json(capsys) -> None:
+    """``plan`` prints a chapter's costly steps with their hours per card; ``--json`` parses, ``all`` gives every
+    chapter."""
+    from compendium import cli
+
+    assert cli.main(["plan", "hcr", "--scale", "ci", "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "hcr at 'ci' scale" in out and "LSQR solves" in out and "T4 16 GB" in out and "host RAM" in out
+    assert cli.main(["plan", "all", "--scale", "ci", "--device", "cpu", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert list(found) == list(chapters.registry())
+    assert all(row["steps"] and row["hours"]["H200 141 GB"] >= 0 for row in found.values())
+    assert cli.main(["plan", "transfer_learned", "--json", "--device", "cpu"]) == 0
+    assert json.loads(capsys.readouterr().out)["disk"]["bytes"] > 1e11
+
+
+def test_plan_refuses_bad_arguments(capsys) -> None:
+    from compendium import cli
+
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["plan", "no-such-chapter"])
+    assert exit_.value.code == 2 and "valid chapters" in capsys.readouterr().err
+    assert cli.main(["plan", "hcr", "--markdown"]) == 2
+    assert "allowed: all" in capsys.readouterr().err

@@ -1,0 +1,978 @@
+"""What a chapter's run costs before it starts: ``python -m compendium plan CHAPTER --scale paper``.
+
+:func:`plan` turns a chapter's settings (``chapters.chapter(key).module.settings(scale, ...)``) into a :class:`Plan`:
+the run's costly steps, each a count of units (Adam steps, LSQR solves, sampler steps, DP-SGD steps, images) times
+seconds per unit on the reference GPU, and its peak GPU memory, host RAM and disk.  :meth:`Plan.table` converts the
+hours to each card of :data:`CARDS`; :meth:`Plan.check_fits` refuses, with a ``ValueError`` naming the setting to
+change, a run that cannot fit the machine; :func:`show` does both for a notebook's first code cell.
+
+Where the seconds per unit come from, for every step (its ``basis``):
+
+* **measured**: ``benchmarks/gpu_check.py`` timed the papers' costliest loops at their own sizes on one NVIDIA H200
+  (``benchmarks/results/gpu_check.json``, ``paper_sizes``; the reproduce page's "On a GPU, measured" tables).
+  :data:`MEASURED` holds those numbers (a test checks them against the file), since an installed package has no
+  ``benchmarks/`` folder.
+* **estimate**: from a count of floating-point operations at :data:`FLOPS_EFFICIENCY` of the reference card's FP32
+  peak, or from a measured item of similar work; each says which.
+
+Steps that run on the CPU whatever the device (NumPy and SciPy accounting) are costed from the chapter's own
+``book``-scale time (its ``SECONDS``, a measurement) spread over the work it did there, and are not converted between
+GPU cards.  Cells not listed are cheap at every scale (seconds); the plan is the run's costly part, not every cell.
+"""
+from __future__ import annotations
+
+import math
+import os
+import shutil
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from compendium import chapters
+
+GB = 1e9
+HOUR = 3600.0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the machines
+# ---------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Card:
+    """A GPU: its memory and the two vendor figures its relative speed rests on (FP32 dense TFLOPs without tensor
+    cores, memory bandwidth in TB/s)."""
+
+    name: str
+    memory_gb: float
+    fp32_tflops: float
+    bandwidth_tbs: float
+
+    @property
+    def speed(self) -> float:
+        """Speed relative to the reference card :data:`REFERENCE`: the geometric mean of the FP32 and the bandwidth
+        ratios, ``sqrt(F / F_ref * B / B_ref)``.  Approximate: a compute-bound loop moves with the first ratio, a
+        memory-bound one with the second, and a loop bound by kernel launches (the reconstructor's batches of 32) by
+        neither, which shrinks the gaps between cards (the authors' V100 took 9.5 h for the reconstructor's 1e6
+        steps, against 5.8 h on the H200 and the 27 h this factor would give)."""
+        return math.sqrt(self.fp32_tflops / REFERENCE.fp32_tflops * self.bandwidth_tbs / REFERENCE.bandwidth_tbs)
+
+
+#: The reference card, on which every "measured" item was timed (benchmarks/results/gpu_check.json's "device").
+REFERENCE = Card("H200 141 GB", 141, 67.0, 4.8)
+#: GPU cards a reader is likely to have (Colab: T4, L4, A100; clusters: A100, H100, H200); vendors' data sheets:
+#: FP32 dense TFLOPs (no tensor cores; the book turns TF32 off) and memory bandwidth (SXM versions).
+CARDS = (
+    Card("T4 16 GB", 16, 8.1, 0.32),
+    Card("L4 24 GB", 24, 30.3, 0.30),
+    Card("A100 40 GB", 40, 19.5, 1.555),
+    Card("A100 80 GB", 80, 19.5, 2.039),
+    Card("H100 80 GB", 80, 67.0, 3.35),
+    REFERENCE,
+)
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """A hosted runtime's host RAM and disk (GB, approximate: as Colab shows them in 2025; they change)."""
+
+    name: str
+    ram_gb: float
+    disk_gb: float
+
+
+COLAB = (Runtime("Colab standard", 12.7, 100), Runtime("Colab high-RAM / A100", 83.0, 100))
+
+#: Estimate for a CPU: FP32 TFLOPs per core (AVX2: 2 FMA units x 8 lanes x 2 FLOPs at about 3 GHz) and the memory
+#: bandwidth (TB/s) of a cloud machine's share, for :func:`cpu_card`; stated figures, not measured.
+CPU_CORE_TFLOPS, CPU_BANDWIDTH_TBS = 0.096, 0.02
+
+
+def cpu_card(cores: int | None = None) -> Card:
+    """This machine's CPU as a :class:`Card` (an estimate, :data:`CPU_CORE_TFLOPS`), so that the GPU steps' hours
+    can be stated for a run on it."""
+    cores = cores or os.cpu_count() or 1
+    return Card(f"CPU, {cores} cores (estimate)", 0.0, cores * CPU_CORE_TFLOPS, CPU_BANDWIDTH_TBS)
+
+
+def card_named(name: str) -> Card | None:
+    """The card of :data:`CARDS` whose model (``T4``, ``A100``, ...) is in ``name`` (e.g. torch's device name), the
+    one with the most memory on a tie (``A100``: the 80 GB one unless ``40GB`` is in the name); ``None`` if none."""
+    flat = name.upper().replace(" ", "").replace("-", "")
+    found = [c for c in CARDS if c.name.split()[0] in flat]
+    if len(found) > 1:
+        found = [c for c in found if f"{c.memory_gb:g}GB" in flat] or found[-1:]
+    return found[-1] if found else None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# where the seconds come from
+# ---------------------------------------------------------------------------------------------------------------
+#: benchmarks/results/gpu_check.json's ``paper_sizes``: seconds per unit on one NVIDIA H200 (3 significant digits),
+#: keyed by the item's name there.
+MEASURED = {
+    "transfer: 2.56e6 training heads, N = 10": 2.20e-07,
+    "transfer: 2.56e6 training heads, N = 40": 7.75e-07,
+    "transfer: reconstructor, 1e6 Adam steps (Table 2, MNIST, batch 32)": 2.09e-02,
+    "diffusion: DPS, one 256x256 reconstruction (1000 steps)": 7.67e-02,
+    "diffusion: DSG, one 256x256 reconstruction (100 steps)": 8.46e-02,
+    "HCR: one ImageNet bound, ResNet-18 (R = 25, i = 10)": 12.4,
+    "Ziller: 15,000 DP-SGD steps on 224x224 images": 1.72e-03,
+}
+#: The share of a card's FP32 peak a large dense network reaches in the estimates from FLOPs (an assumption).
+FLOPS_EFFICIENCY = 0.5
+
+
+def flops_seconds(flops: float) -> float:
+    """Seconds for ``flops`` FP32 operations on the reference card at :data:`FLOPS_EFFICIENCY` of its peak."""
+    return flops / (FLOPS_EFFICIENCY * REFERENCE.fp32_tflops * 1e12)
+
+
+def _measured(item: str) -> tuple[float, str]:
+    return MEASURED[item], f"measured on the H200 (gpu_check.json: {item})"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# a plan
+# ---------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Step:
+    """One costly step of a run: ``count`` units of ``unit``, ``seconds`` each on the reference card (on the CPU
+    when ``on_cpu``: NumPy / SciPy work that no GPU speeds up), where those seconds come from (``basis``), and the
+    settings that set the count (``parameter``)."""
+
+    name: str
+    count: float
+    unit: str
+    seconds: float
+    basis: str
+    parameter: str
+    on_cpu: bool = False
+
+    @property
+    def hours(self) -> float:
+        """Hours on the reference card: ``count * seconds / 3600``."""
+        return self.count * self.seconds / HOUR
+
+    def hours_on(self, card: Card) -> float:
+        """Hours on ``card``: :attr:`hours` over its relative :attr:`Card.speed` (CPU steps: unchanged)."""
+        return self.hours if self.on_cpu else self.hours / card.speed
+
+
+@dataclass(frozen=True)
+class Need:
+    """A peak resource need in bytes, the largest of its ``parts`` (``(what, bytes)``) or their sum (``summed``),
+    and the advice a refusal gives: the setting to change."""
+
+    parts: tuple[tuple[str, float], ...]
+    advice: str
+    summed: bool = False
+
+    @property
+    def bytes(self) -> float:
+        values = [b for _, b in self.parts] or [0.0]
+        return sum(values) if self.summed else max(values)
+
+    def describe(self) -> str:
+        """The parts, largest first, and how they combine."""
+        parts = [f"{what} {size(b)}" for what, b in sorted(self.parts, key=lambda p: -p[1])]
+        if len(parts) < 2:
+            return "".join(parts)
+        return " + ".join(parts) if self.summed else "the largest of: " + ", ".join(parts)
+
+
+def size(nbytes: float) -> str:
+    """``nbytes`` with three significant digits in GB (10^9 bytes), TB from 1,000 GB, MB below 1 GB."""
+    if nbytes >= 1000 * GB:
+        return f"{nbytes / 1000 / GB:.3g} TB"
+    return f"{nbytes / GB:.3g} GB" if nbytes >= GB else f"{nbytes / 1e6:.3g} MB"
+
+
+def hours_text(hours: float) -> str:
+    """Hours for a table: minutes below one hour, seconds below one minute, days above 48 hours."""
+    if hours < 1 / 60:
+        return f"{hours * HOUR:.2g} s"
+    if hours < 1:
+        return f"{hours * 60:.2g} min"
+    return f"{hours:.3g} h" if hours < 48 else f"{hours / 24:.3g} d"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A chapter run's cost: its steps (:class:`Step`) and its peak GPU memory, host RAM and disk (:class:`Need`,
+    disk in ``folder``).  ``device`` is the machine the plan was made on, as a :class:`Card` (``None``: a CUDA card
+    not in :data:`CARDS`), ``torch_device`` the run's (``"cpu"``, ``"cuda:1"``); ``measured`` the chapter's
+    measured seconds for this very run on 2 CPU cores (its ``SECONDS``, at a scale's default settings on the CPU),
+    which then replace the CPU's stated speed."""
+
+    chapter: str
+    scale: str
+    steps: tuple[Step, ...]
+    gpu: Need
+    ram: Need
+    disk: Need
+    folder: str
+    device: Card | None
+    on_gpu: bool
+    measured: float | None = None
+    torch_device: str = "cpu"
+
+    @property
+    def hours(self) -> float:
+        """Hours on the reference card, every step together."""
+        return sum(s.hours for s in self.steps)
+
+    def hours_on(self, card: Card) -> float:
+        return sum(s.hours_on(card) for s in self.steps)
+
+    def hours_here(self) -> float:
+        """Hours on the machine the plan was made on: :attr:`measured` where there is one, else :meth:`hours_on`
+        its card (NaN for a CUDA card not in :data:`CARDS`)."""
+        if self.measured is not None:
+            return self.measured / HOUR
+        return self.hours_on(self.device) if self.device else math.nan
+
+    def on_card(self, card: Card) -> str:
+        """The hours on ``card`` as text, or that its memory cannot hold the run's peak GPU memory."""
+        if self.gpu.bytes > card.memory_gb * GB:
+            return f"does not fit ({card.memory_gb:g} GB)"
+        return hours_text(self.hours_on(card))
+
+    def runtimes(self) -> str:
+        """The Colab runtimes (:data:`COLAB`) whose host RAM and disk hold the run, or what is short on the largest."""
+        fits = [r.name for r in COLAB if self.ram.bytes <= r.ram_gb * GB and self.disk.bytes <= r.disk_gb * GB]
+        if fits:
+            return fits[0] if len(fits) == 1 else f"{fits[0]} and up"
+        largest = COLAB[-1]
+        short = [what for what, need, have in (("RAM", self.ram.bytes, largest.ram_gb), ("disk", self.disk.bytes,
+                                                                                       largest.disk_gb))
+                 if need > have * GB]
+        return "none: too little " + " and ".join(short)
+
+    def table(self):
+        """A ``pandas.DataFrame``: one row per step (and a total row) with the count, the unit, the seconds per
+        unit on the reference card and their basis, the hours on the device seen and on every card of
+        :data:`CARDS`; the peak GPU memory, RAM and disk in ``attrs``."""
+        import pandas as pd  # not at import: a notebook's first cell calls show() without pandas' import time
+
+        seen = "hours, this machine" + (" (measured)" if self.measured is not None else
+                                         f" ({self.device.name})" if self.device else "")
+        rows = [{"step": s.name, "count": s.count, "unit": s.unit, "seconds per unit (H200)": s.seconds,
+                 "basis": s.basis, seen: s.hours_on(self.device) if self.device and self.measured is None else math.nan,
+                 **{f"hours, {c.name}": s.hours_on(c) for c in CARDS}} for s in self.steps]
+        rows.append({"step": "total", seen: self.hours_here(), **{f"hours, {c.name}": self.hours_on(c) for c in CARDS}})
+        frame = pd.DataFrame(rows)
+        frame.attrs.update(gpu_bytes=self.gpu.bytes, ram_bytes=self.ram.bytes, disk_bytes=self.disk.bytes)
+        return frame
+
+    def to_dict(self) -> dict:
+        """Everything as plain JSON types: the steps with their hours per card, the needs in bytes with their parts."""
+        steps = [asdict(s) | {"hours": {c.name: s.hours_on(c) for c in CARDS}} for s in self.steps]
+        needs = {name: {"bytes": need.bytes, "parts": [list(p) for p in need.parts], "advice": need.advice}
+                 for name, need in (("gpu_memory", self.gpu), ("ram", self.ram), ("disk", self.disk))}
+        return {"chapter": self.chapter, "scale": self.scale, "steps": steps,
+                "hours": {c.name: self.hours_on(c) for c in CARDS}, **needs, "disk_folder": self.folder,
+                "device": None if self.device is None else self.device.name, "hours_here": self.hours_here()}
+
+    def text(self) -> str:
+        """The plan as plain text: the steps, the total hours per card, and the memory and disk it needs."""
+        width = max(len(s.name) for s in self.steps) if self.steps else 10
+        lines = [f"{self.chapter} at {self.scale!r} scale: the run's costly steps"]
+        for s in self.steps:
+            lines.append(f"  {s.name:<{width}}  {s.count:>12,.0f} {s.unit}, {s.seconds:.3g} s each: "
+                         f"{hours_text(s.hours)} {'on the CPU' if s.on_cpu else 'on the H200'} ({s.basis})")
+        if self.measured is not None:
+            lines.append(f"  total on this machine: {hours_text(self.hours_here())} (measured: the chapter's time at "
+                         "this scale on 2 CPU cores, its SECONDS)")
+        elif self.device is not None:
+            lines.append(f"  total on this machine ({self.device.name}): {hours_text(self.hours_here())}")
+        lines.append("  total: " + ", ".join(f"{c.name} {self.on_card(c)}" for c in CARDS)
+                     + " (speed factors from FP32 and bandwidth: approximate)")
+        def parts(need: Need) -> str:
+            return f" ({need.describe()})" if need.bytes else ""
+
+        lines += [f"  GPU memory {size(self.gpu.bytes)}{parts(self.gpu)}",
+                  f"  host RAM {size(self.ram.bytes)}{parts(self.ram)}",
+                  f"  disk {size(self.disk.bytes)} in {self.folder}{parts(self.disk)}",
+                  f"  Colab runtimes (RAM and disk) that hold it: {self.runtimes()}"]
+        return "\n".join(lines)
+
+    def check_fits(self, *, ram_bytes: float | None = None, disk_bytes: float | None = None,
+                   gpu_bytes: float | None = None) -> None:
+        """Raise a ``ValueError`` naming the setting to change when the run needs more host RAM, free disk (in
+        :attr:`folder`) or GPU memory than the machine has.  Each capacity not given is read from this machine:
+        the available RAM (psutil), the free disk of the folder or of its nearest existing parent
+        (``shutil.disk_usage``) and the free memory of the CUDA device (``torch.cuda.mem_get_info``; a run on the CPU
+        holds its tensors in RAM, so they count there)."""
+        ram_need = self.ram.bytes + (0.0 if self.on_gpu else self.gpu.bytes)
+        if ram_bytes is None:
+            import psutil
+
+            ram_bytes = psutil.virtual_memory().available
+        if disk_bytes is None:
+            folder = Path(self.folder).absolute()
+            while not folder.exists():
+                folder = folder.parent
+            disk_bytes = shutil.disk_usage(folder).free
+        if gpu_bytes is None and self.on_gpu:
+            import torch
+
+            gpu_bytes = torch.cuda.mem_get_info(torch.device(self.torch_device))[0]
+        ram_text, ram_advice = self.ram.describe(), self.ram.advice
+        if not self.on_gpu and self.gpu.bytes > 0:
+            ram_text += f"; and the device's tensors, on this CPU: {self.gpu.describe()}"
+            ram_advice += f"; {self.gpu.advice}"
+        problems = []
+        for what, text, advice, needed, have in (
+                ("host RAM", ram_text, ram_advice, ram_need, ram_bytes),
+                ("free disk in " + self.folder, self.disk.describe(), self.disk.advice, self.disk.bytes, disk_bytes),
+                ("GPU memory", self.gpu.describe(), self.gpu.advice, self.gpu.bytes,
+                 gpu_bytes if self.on_gpu else None)):
+            if have is not None and needed > have:
+                problems.append(f"{what}: the run needs {size(needed)} ({text}), the machine has {size(have)}; "
+                                f"{advice}")
+        if problems:
+            raise ValueError(f"{self.chapter} at scale={self.scale!r} does not fit this machine:\n  "
+                             + "\n  ".join(problems))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the chapters
+# ---------------------------------------------------------------------------------------------------------------
+PLANNERS: dict = {}
+
+
+def planner(key: str):
+    """Register the function that plans chapter ``key`` (settings -> steps, GPU, RAM, disk needs, folder)."""
+    def register(function):
+        PLANNERS[key] = function
+        return function
+    return register
+
+
+#: Bytes of a float32 / float64 value.
+F32, F64 = 4, 8
+#: Tensors of an image batch's size that an opacus step holds at once (estimate: the batch, its per-sample gradients,
+#: the noise and the reconstruction).
+OPACUS_COPIES = 4
+#: The measured DP-SGD step's image side; below it a step's fixed cost dominates (estimate: no faster below).
+ZILLER_SIDE = 224
+#: A JPEG of ImageNet's validation set, on average: 6.4 GB over 50,000 files (ILSVRC2012_img_val.tar).
+IMAGENET_JPEG_BYTES = 6.4e9 / 50_000
+#: AlexNet's LPIPS weights, downloaded once into torch's cache (the torchvision checkpoint, 233 MB).
+LPIPS_ALEX_BYTES = 233e6
+#: The clipping norms of the Ziller chapter's Figure 3 (``figure3_clip_norms`` returns four).
+FIGURE3_CLIP_NORMS = 4
+#: Values per Monte-Carlo release of the image chapters' distributional checks (their largest sample, ``N = 50``),
+#: and the arrays of that size they hold at once (estimate: releases, metric, a sorted copy).
+MC_VALUES, MC_ARRAYS = 50, 3
+
+
+def _dp_sgd_seconds(side: int) -> tuple[float, str]:
+    """Seconds of one opacus DP-SGD step of the linear-layer attack on one 3 x side x side image: the measured step at
+    224 x 224, scaled by the pixels above that size (the work is linear in the pixels), not below it."""
+    seconds, basis = _measured("Ziller: 15,000 DP-SGD steps on 224x224 images")
+    if side == ZILLER_SIDE:
+        return seconds, basis
+    scale = max(1.0, (side / ZILLER_SIDE) ** 2)
+    return seconds * scale, f"estimate: {basis} x {scale:.3g} (pixels; no faster below {ZILLER_SIDE}²)"
+
+
+def _opacus_batch_bytes(images: int, side: int) -> float:
+    """GPU bytes of a batch of ``images`` RGB images of ``side`` pixels through opacus (:data:`OPACUS_COPIES`)."""
+    return OPACUS_COPIES * images * 3 * side**2 * F32
+
+
+def _images_disk(cfg) -> tuple[tuple[str, float], ...]:
+    """The ImageNet JPEGs the chapter reads (when it reads ImageNet) and LPIPS's weights (when asked for)."""
+    parts = []
+    if cfg.image_source == "imagenet":
+        parts.append((f"{cfg.n_images} ImageNet JPEGs", cfg.n_images * IMAGENET_JPEG_BYTES))
+    if cfg.use_lpips:
+        parts.append(("LPIPS weights", LPIPS_ALEX_BYTES))
+    return tuple(parts)
+
+
+@planner("ziller2024")
+def _ziller(cfg):
+    """Ziller et al.: one opacus DP-SGD step per reconstruction (:func:`_dp_sgd_seconds`): Figures 1 and 4's
+    ``n_images x |sigmas| x |clip_norms|``, Figure 3's ``4 x |sigmas| x fig3_draws`` at each of ``fig3_resolutions``,
+    and ``n_opacus`` for the observation-model test.  GPU memory: the larger opacus batch; RAM: the Monte-Carlo
+    draws; disk: the ImageNet JPEGs and LPIPS's weights."""
+    grid = cfg.n_images * len(cfg.sigmas) * len(cfg.clip_norms)
+    seconds, basis = _dp_sgd_seconds(cfg.resolution)
+    steps = [Step(f"Figures 1, 4: {cfg.resolution}² images", grid, "DP-SGD steps", seconds, basis,
+                  "n_images x sigmas x clip_norms")]
+    for side in cfg.fig3_resolutions:
+        seconds, basis = _dp_sgd_seconds(side)
+        steps.append(Step(f"Figure 3: {side}² image", FIGURE3_CLIP_NORMS * len(cfg.sigmas) * cfg.fig3_draws,
+                          "DP-SGD steps", seconds, basis, "sigmas x fig3_draws (four clipping norms)"))
+    seconds, basis = _dp_sgd_seconds(cfg.resolution)
+    steps.append(Step("observation-model test", cfg.n_opacus, "DP-SGD steps", seconds, basis, "n_opacus"))
+    side = max(cfg.fig3_resolutions)
+    gpu = Need((("Figure 3 batch", _opacus_batch_bytes(cfg.fig3_draws, side)),
+                ("Figure 1 batch", _opacus_batch_bytes(cfg.n_images, cfg.resolution))),
+               f"fig3_draws={cfg.fig3_draws} at fig3_resolutions={cfg.fig3_resolutions}: reduce them")
+    ram = Need((("Monte-Carlo draws", MC_ARRAYS * cfg.n_mc * MC_VALUES * F64),), f"n_mc={cfg.n_mc}: reduce it")
+    disk = Need(_images_disk(cfg), "point imagenet_dir at a larger disk", summed=True)
+    return steps, gpu, ram, disk, cfg.imagenet_dir or "data"
+
+
+def _cpu_step(key: str, name: str, count: float, book_count: float, unit: str, parameter: str) -> Step:
+    """A step that runs on the CPU at any device: ``count`` units at the chapter's measured ``book``-scale time
+    (``SECONDS["book"]``) over the ``book_count`` units it did there (an estimate: the whole chapter's time put on this
+    step, an upper bound)."""
+    seconds = chapters.chapter(key).seconds["book"] / book_count
+    return Step(name, count, unit, seconds, f"estimate: the book run's {chapters.chapter(key).seconds['book']} s "
+                f"(SECONDS) over its {book_count:,.0f} {unit}", parameter, on_cpu=True)
+
+
+def _accounted_steps(sigmas, rates, steps) -> int:
+    """DP-SGD steps accounted on a grid: ``|sigmas| |rates| sum(steps)``."""
+    return len(sigmas) * len(rates) * sum(steps)
+
+
+@planner("mean_to_extreme")
+def _mean_to_extreme(cfg):
+    """From Mean to Extreme: Figure 4's ``n_images x |fig4_sigmas|`` opacus steps, and the exact prior-aware bound
+    under subsampling on the CPU (:func:`_cpu_step` over :func:`_accounted_steps`).  Memory as the Ziller chapter's."""
+    module = chapters.chapter("mean_to_extreme").module
+    book = module.settings("book", device="cpu")
+    seconds, basis = _dp_sgd_seconds(cfg.resolution)
+    steps = [Step(f"Figure 4: {cfg.resolution}² images", cfg.n_images * len(cfg.fig4_sigmas), "DP-SGD steps",
+                  seconds, basis, "n_images x fig4_sigmas"),
+             _cpu_step("mean_to_extreme", "exact bound under subsampling",
+                       _accounted_steps(cfg.subsampling_sigmas, cfg.subsampling_sample_rates, cfg.subsampling_steps),
+                       _accounted_steps(book.subsampling_sigmas, book.subsampling_sample_rates,
+                                        book.subsampling_steps),
+                       "accounted steps", "subsampling_sigmas x subsampling_sample_rates x subsampling_steps")]
+    gpu = Need((("Figure 4 batch", _opacus_batch_bytes(cfg.n_images, cfg.resolution)),
+                ("opacus reconstructions", _opacus_batch_bytes(cfg.n_opacus, 16))),
+               f"n_images={cfg.n_images} at resolution={cfg.resolution}: reduce them")
+    ram = Need((("Monte-Carlo draws", MC_ARRAYS * cfg.n_mc * MC_VALUES * F64),), f"n_mc={cfg.n_mc}: reduce it")
+    return steps, gpu, ram, Need(_images_disk(cfg), "point imagenet_dir at a larger disk", summed=True), (
+        cfg.imagenet_dir or "data")
+
+
+@planner("calculator")
+def _calculator(cfg):
+    """The calculator page: the exact bound against the authors' Edgeworth approximation on its grid, on the CPU
+    (:func:`_cpu_step` over :func:`_accounted_steps`); RAM: two arrays of ``mc_draws`` float64 values."""
+    book = chapters.chapter("calculator").module.settings("book", device="cpu")
+    steps = [_cpu_step("calculator", "exact bound against Edgeworth",
+                       _accounted_steps(cfg.edgeworth_sigmas, cfg.edgeworth_sample_rates, cfg.edgeworth_steps),
+                       _accounted_steps(book.edgeworth_sigmas, book.edgeworth_sample_rates, book.edgeworth_steps),
+                       "accounted steps", "edgeworth_sigmas x edgeworth_sample_rates x edgeworth_steps")]
+    ram = Need((("likelihood-ratio draws", 2 * cfg.mc_draws * F64),), f"mc_draws={cfg.mc_draws}: reduce it")
+    return steps, Need((), "none"), ram, Need((), "none"), "."
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# counting work of a network: forward multiply-accumulates on the meta device (no memory, no weights)
+# ---------------------------------------------------------------------------------------------------------------
+def forward_macs(model, shape: tuple[int, ...]) -> float:
+    """Multiply-accumulates of one forward pass of ``model`` (built on the ``meta`` device) on one input of ``shape``
+    (without the batch axis): ``weights x output positions`` of every convolution and linear layer."""
+    import torch
+
+    total = [0.0]
+
+    def count(module, _, output):
+        positions = output.numel() / output.shape[1] if isinstance(module, torch.nn.Conv2d) else (
+            output.numel() / output.shape[-1])
+        total[0] += module.weight.numel() * positions
+
+    hooks = [m.register_forward_hook(count) for m in model.modules()
+             if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))]
+    with torch.no_grad():
+        model(torch.empty((1, *shape), device="meta"))
+    for hook in hooks:
+        hook.remove()
+    return total[0]
+
+
+def weights_of(model) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def _meta(build):
+    """``build()`` on the ``meta`` device: shapes without memory."""
+    import torch
+
+    with torch.device("meta"):
+        return build()
+
+
+def _training_step(name: str, epochs: int, images: int, macs: float, parameter: str) -> Step:
+    """Training a network for ``epochs`` over ``images``: about 3 forward passes of work per image (forward, and
+    backward twice the forward), ``6 x MACs`` FLOPs (an estimate at :data:`FLOPS_EFFICIENCY`)."""
+    return Step(name, epochs * images, "images", flops_seconds(6 * macs),
+                f"estimate: 6 x {macs:.3g} MACs per image at {FLOPS_EFFICIENCY:g} of the FP32 peak", parameter)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# HCR
+# ---------------------------------------------------------------------------------------------------------------
+#: Per bounded image, each HCR run keeps about this many arrays of p float64 values (p: the image's pixels), the
+#: per-mode bound and the perturbation found (the HCR chapter's results after they were slimmed down).
+HCR_ARRAYS_PER_IMAGE = 2
+#: The images whose full Jacobian (p x n float32) the rank check holds (``hcr.jacobian_ranks``' ``max_images``).
+HCR_RANK_IMAGES = 32
+#: Downloads (bytes): the four MNIST ``*-ubyte.gz`` files and CIFAR-10's ``cifar-10-python.tar.gz``.
+MNIST_BYTES, CIFAR10_BYTES = 11_594_722, 170_498_071
+#: Training images: MNIST's and CIFAR-10's training splits, and the digits' (the HCR chapter's split of 1,797).
+MNIST_TRAIN, CIFAR10_TRAIN, DIGITS_TRAIN = 60_000, 50_000, 1297
+#: torchvision's ImageNet weights (bytes) and forward cost (GMACs, its ``_ops`` figures) of the HCR ImageNet networks.
+IMAGENET_NETWORKS = {"resnet18": (46_830_571, 1.81), "swin_t": (113_400_000, 4.49)}
+
+
+def hcr_solves(cfg) -> dict[str, int]:
+    """LSQR solves (one image, one restart, one repetition) of each task of the HCR chapter: ``examples x R x`` the
+    repetitions of its runs (``hcr.run_bounds``: the main and the limit run, the sweep below the main run's ``i``,
+    and for the grayscale MLP the two fixed-tolerance runs)."""
+    i_max = max(cfg.power_iterations)
+    out = {}
+    for task, examples, (i_main, i_limit) in (("gray", cfg.gray_examples, (i_max, i_max)),
+                                              ("gray_cnn", cfg.gray_cnn_examples, (i_max, i_max)),
+                                              ("colour", cfg.colour_examples, (min(6, i_max), min(4, i_max)))):
+        repetitions = i_main + i_limit + sum(i for i in cfg.power_iterations if i < i_main)
+        repetitions += 2 * i_main if task == "gray" else 0
+        out[task] = examples * cfg.num_restarts * repetitions
+    return out
+
+
+@planner("hcr")
+def _hcr(cfg):
+    """Chaudhuri et al.: :func:`hcr_solves` LSQR solves per task, at ``paper`` scale the measured ImageNet ResNet-18
+    solve scaled by the network's forward MACs (:func:`forward_macs`), else the book run's time per solve; the two
+    classifiers' training (:func:`_training_step`); with ``imagenet_dir``, ResNet-18's and Swin-T's bounds.  RAM:
+    :data:`HCR_ARRAYS_PER_IMAGE` arrays of ``p`` float64 values per bounded image and run, and the training images;
+    GPU: the larger classifier with AdamW's state and the rank check's Jacobians; disk: the downloads."""
+    from compendium import models
+
+    module = chapters.chapter("hcr").module
+    book_solves = sum(hcr_solves(module.settings("book", device="cpu")).values())
+    gray_side, colour_side = (28 if cfg.gray_data == "mnist" else 8), (32 if cfg.colour_data == "cifar10"
+                                                                         else cfg.colour_resolution)
+    gray = _meta(lambda: models.MnistMLP(1, gray_side, 10, hidden=cfg.gray_hidden))
+    colour = _meta(lambda: models.CifarCNN(3, colour_side, 10, widths=cfg.colour_widths, hidden=cfg.colour_hidden))
+    gray_cnn = _meta(lambda: models.CifarCNN(1, gray_side, 10, widths=cfg.colour_widths, hidden=cfg.colour_hidden))
+    book_seconds = chapters.chapter("hcr").seconds["book"]
+
+    resnet, resnet_basis = _measured("HCR: one ImageNet bound, ResNet-18 (R = 25, i = 10)")
+    solves, steps = hcr_solves(cfg), []
+    networks = {"gray": (gray, (1, gray_side, gray_side)), "gray_cnn": (gray_cnn, (1, gray_side, gray_side)),
+                "colour": (colour, (3, colour_side, colour_side))}
+    for task, (network, shape) in networks.items():
+        examples = f"{'colour' if task == 'colour' else task}_examples"
+        if cfg.scale == "paper":
+            ratio = forward_macs(network, shape) / (IMAGENET_NETWORKS["resnet18"][1] * 1e9)
+            steps.append(Step(f"HCR bounds, {task}", solves[task], "LSQR solves", resnet * ratio,
+                              f"estimate: {resnet_basis} x {ratio:.3g} (forward MACs); an upper bound, as the chapter "
+                              "solves its images together where the measurement solved one", f"{examples} x "
+                              "num_restarts x power_iterations"))
+        else:  # the book's small networks, on the CPU whatever the device (the GPU check ran this chapter's book
+            # scale no faster on the H200 than on 2 CPU cores): the book run's time over its solves
+            steps.append(Step(f"HCR bounds, {task}", solves[task], "LSQR solves", book_seconds / book_solves,
+                              f"estimate: the book run's {book_seconds} s (SECONDS) over its {book_solves:,} solves: "
+                              "an upper bound", f"{examples} x num_restarts x power_iterations", on_cpu=True))
+    gray_images = MNIST_TRAIN if cfg.gray_data == "mnist" else DIGITS_TRAIN
+    colour_images = CIFAR10_TRAIN if cfg.colour_data == "cifar10" else 7 * cfg.colour_per_class
+    steps += [_training_step("training the grayscale MLP and CNN", cfg.gray_epochs, gray_images,
+                             forward_macs(gray, (1, gray_side, gray_side))
+                             + forward_macs(gray_cnn, (1, gray_side, gray_side)), "gray_epochs"),
+              _training_step("training the colour CNN", cfg.colour_epochs, colour_images,
+                             forward_macs(colour, (3, colour_side, colour_side)), "colour_epochs")]
+    disk = [("MNIST files", MNIST_BYTES)] if cfg.gray_data == "mnist" else []
+    disk += [("CIFAR-10 archive", CIFAR10_BYTES)] if cfg.colour_data == "cifar10" else []
+    if cfg.imagenet_dir is not None:
+        seconds, basis = _measured("HCR: one ImageNet bound, ResNet-18 (R = 25, i = 10)")
+        count = cfg.imagenet_examples * 2 * cfg.num_restarts * 10  # two sizes s, i = 10
+        ratio = IMAGENET_NETWORKS["swin_t"][1] / IMAGENET_NETWORKS["resnet18"][1]
+        steps += [Step("HCR bounds, ImageNet ResNet-18", count, "LSQR solves", seconds, basis,
+                       "imagenet_examples x num_restarts (two sizes, i = 10)"),
+                  Step("HCR bounds, ImageNet Swin-T", count, "LSQR solves", seconds * ratio,
+                       f"estimate: the ResNet-18 solve x {ratio:.3g} (torchvision's GMACs)",
+                       "imagenet_examples x num_restarts (two sizes, i = 10)")]
+        disk += [(f"{cfg.imagenet_examples} ImageNet JPEGs", cfg.imagenet_examples * IMAGENET_JPEG_BYTES),
+                 ("ResNet-18 and Swin-T weights", sum(b for b, _ in IMAGENET_NETWORKS.values()))]
+    gray_p, colour_p = gray_side**2, 3 * colour_side**2
+    i_max = max(cfg.power_iterations)
+    gray_runs = 4 + sum(1 for i in cfg.power_iterations if i < i_max)
+    colour_runs = 2 + sum(1 for i in cfg.power_iterations if i < min(6, i_max))
+    results = HCR_ARRAYS_PER_IMAGE * F64 * (gray_runs * cfg.gray_examples * gray_p
+                                            + (2 + gray_runs - 4) * cfg.gray_cnn_examples * gray_p
+                                            + colour_runs * cfg.colour_examples * colour_p)
+    ram = Need((("bounds kept", results),
+                ("training images (float32)", F32 * (gray_images * gray_p + colour_images * colour_p))),
+               f"gray_examples={cfg.gray_examples}, colour_examples={cfg.colour_examples}: reduce them", summed=True)
+    gpu = Need((("classifier, its gradient and AdamW's moments", 4 * F32 * max(weights_of(gray), weights_of(colour))),
+                (f"Jacobians of the rank check ({HCR_RANK_IMAGES} images)",
+                 HCR_RANK_IMAGES * F32 * max(gray_p * cfg.gray_hidden, colour_p * cfg.colour_hidden))),
+               f"colour_widths={cfg.colour_widths}, colour_hidden={cfg.colour_hidden}: reduce them", summed=True)
+    return steps, gpu, ram, Need(tuple(disk), "point data_dir at a larger disk", summed=True), cfg.data_dir
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# transfer-learned networks
+# ---------------------------------------------------------------------------------------------------------------
+#: The reconstructed images (channels, side) of each data set (the digits 8 x 8, MNIST resized to 32 x 32, CelebA's
+#: faces at 64 x 64: the chapter's ``pools`` and ``CELEBA_RESOLUTION``).
+TRANSFER_IMAGES = {"digits": (1, 8), "mnist": (1, 32), "cifar10": (3, 32), "celeba": (3, 64)}
+#: Pools held in memory (images): MNIST's (EMNIST letters' 124,800 training images, MNIST's 60,000 + 10,000) and
+#: CIFAR's (CIFAR-100's 50,000 training images, CIFAR-10's 50,000 + 10,000), as float32; the digits' 1,797.
+TRANSFER_POOL_IMAGES = {"digits": 1797, "mnist": 124_800 + 70_000, "cifar10": 50_000 + 60_000}
+#: CelebA (Section 3.1): the adversary's "train+valid" photos and the victims' "test" ones, and what one holds in
+#: memory: a 64 x 64 face (uint8 for training, float32 for validation) and 2,048 float32 features.
+CELEBA_TRAIN, CELEBA_TEST = 182_637, 19_962
+#: WideResNet-50-2's forward cost on a 224 x 224 crop (GMACs, torchvision's figure) and EMNIST letters' training
+#: images (VGGtiny's pre-training set).
+WIDE_RESNET_GMACS, EMNIST_LETTERS_TRAIN = 11.4, 124_800
+#: What the GPU check timed for this chapter: heads of 2,570 weights (256 features) at N = 10 and 40, and Table 2's
+#: MNIST generator of 52,965,377 weights (compendium.models.ResidualReconstructor's docstring).
+MEASURED_HEAD = (2570, 10, 40)
+MEASURED_GENERATOR_WEIGHTS = 52_965_377
+
+
+@dataclass(frozen=True)
+class TransferRun:
+    """One attack of the transfer-learning chapter as the notebook runs it: its heads (``kind``: ``"class"``,
+    ``"binary"``, ``"identity"`` or ``"DP-SGD"``; ``heads`` training heads on ``set_size`` images, ``dim`` weights on
+    ``features`` inputs, trained by the recipe that ``store`` names) and its reconstructor's Adam ``steps``."""
+
+    label: str
+    kind: str
+    set_size: int
+    heads: int
+    steps: int
+    dim: int
+    features: int
+    store: tuple
+
+
+def transfer_runs(cfg) -> list[TransferRun]:
+    """Every attack the transfer-learning notebook runs, in its order: one per ``N`` of ``set_sizes``, the
+    unconditional one, the factor sweep (``shadow_counts``, ``init_stds``), the binary heads, the recipe variants,
+    the CelebA experiment and the DP-SGD sweep; ``store`` names the heads (as ``run_attack`` names its folder), so
+    that attacks on the same heads share them."""
+    tl = chapters.chapter("transfer_learned").module
+    features = {row: f for f, row, _ in tl.PAPER_EXTRACTOR_FEATURES.values()} | {"digits": cfg.extractor_hidden}
+    std = cfg.head_init_std
+
+    def run(label, n, *, heads=None, steps=None, init_std=None, binary=False, canonical=False, variant=None,
+            ood=False, identity=False, sigma=None):
+        dataset = cfg.identity_source if identity else cfg.dataset
+        recipe = tl.HeadRecipe.of(dataset, n, binary=binary, variant=variant, identity=identity)
+        heads = heads or (cfg.identity_shadow_train if identity else cfg.shadow_train)
+        store = (dataset, binary, canonical, variant, ood, identity, n, heads,
+                 init_std if init_std is not None else std, sigma)
+        actual = math.ceil((steps or (cfg.identity_steps if identity else cfg.reconstructor_steps)) * 32 / heads
+                           ) * math.ceil(heads / 32)  # whole passes over the heads, as run_attack rounds
+        kind = "identity" if identity else "binary" if binary else "class" if sigma is None else "DP-SGD"
+        return TransferRun(label, kind, n, heads, actual, recipe.dim(features[dataset]), features[dataset], store)
+
+    runs = [run(f"N = {n}", n) for n in cfg.set_sizes]
+    runs.append(run("unconditional", 10, steps=cfg.unconditional_steps))
+    runs += [run(f"{k:,} heads", 10, heads=k) for k in cfg.shadow_counts if k != cfg.shadow_train]
+    runs += [run(f"init std {s:g}", 10, init_std=s) for s in cfg.init_stds if s != std]
+    runs += [run("binary" + (", ordered" if c else ""), 10, binary=True, canonical=c) for c in cfg.binary_variants]
+    changes = [*cfg.training_variants, *([tl.OOD] if cfg.ood else [])]
+    for change in [None, *changes] if changes else []:
+        variant = change if change in tl.TRAINING_VARIANTS else None
+        runs.append(run(f"variant: {change or 'none'}", 10, heads=cfg.variant_shadow_train,
+                        steps=cfg.variant_reconstructor_steps, variant=variant, ood=change == tl.OOD))
+    runs += [run(f"identity, N = {n}", n, identity=True) for n in cfg.identity_set_sizes]
+    runs += [run(f"DP-SGD σ = {s:g}", cfg.dp_set_size, heads=cfg.dp_shadow_train, steps=cfg.dp_reconstructor_steps,
+                 sigma=s) for s in cfg.dp_noise_multipliers]
+    return runs
+
+
+def _head_seconds(run: TransferRun, cfg) -> float:
+    """Seconds per training head on the reference card: the measured MNIST heads (256 features, 2,570 weights) at
+    N = 10 and 40, linear in N between and beyond them, times the head's weights over 2,570; a DP-SGD head twice that
+    (two steps an epoch), a CelebA head ``identity_max_attempts`` times (the restart rule's worst case)."""
+    low = MEASURED["transfer: 2.56e6 training heads, N = 10"]
+    high = MEASURED["transfer: 2.56e6 training heads, N = 40"]
+    weights, n_low, n_high = MEASURED_HEAD
+    seconds = max(low, low + (high - low) * (run.set_size - n_low) / (n_high - n_low)) * run.dim / weights
+    return seconds * (2 if run.kind == "DP-SGD" else 1) * (cfg.identity_max_attempts if run.kind == "identity" else 1)
+
+
+def _reconstructor(cfg, run: TransferRun):
+    """The reconstructor of ``run`` on the meta device (Table 2's generator, or the book's MLP)."""
+    from compendium import models
+
+    identity = run.kind == "identity"
+    channels, side = TRANSFER_IMAGES[cfg.identity_source if identity else cfg.dataset]
+    inputs = run.dim + (0 if identity else 10)  # the conditional reconstructors also read the class
+    width = cfg.identity_hidden if identity else cfg.hidden
+    if cfg.reconstructor == "residual":
+        return _meta(lambda: models.ResidualReconstructor(inputs, width=width, out_channels=channels, size=side))
+    return _meta(lambda: models.MLPReconstructor(inputs, (channels, side, side), width))
+
+
+@planner("transfer_learned")
+def _transfer(cfg):
+    """Maciazek & Allison: the shadow heads of every attack of :func:`transfer_runs` (those sharing a store trained
+    once; :func:`_head_seconds`), the reconstructors' Adam steps at the measured MNIST generator's step times its
+    weights (:func:`_reconstructor`, counted on the meta device), CelebA's photos through WideResNet-50-2 and
+    VGGtiny's pre-training.  Disk: every store, ``heads x (weights + N) x 4`` bytes (:func:`head_stores`); RAM: the
+    pools (and the heads, when ``shadow_dir`` is ``None``); GPU: a reconstructor's training or a shard of heads."""
+    from compendium.attacks.transfer_heads import SHARD_BYTES, SHARD_SIZE
+
+    runs = transfer_runs(cfg)
+    stored = cfg.shadow_dir is not None
+    fresh = list({r.store: r for r in reversed(runs)}.values())[::-1] if stored else runs  # stored heads are shared
+    steps = []
+    head_groups: dict = {}
+    for r in fresh:
+        head_groups.setdefault((r.kind, r.set_size, r.dim), []).append(r)
+    for (kind, n, dim), group in head_groups.items():
+        steps.append(Step(f"{kind} shadow heads, N = {n}, {dim:,} weights ({len(group)} sets)",
+                          sum(r.heads + cfg.shadow_val for r in group), "heads", _head_seconds(group[0], cfg),
+                          "estimate: the measured heads (gpu_check.json) scaled by N and the weights",
+                          "shadow_train (and the sweeps' counts)"))
+    reference = MEASURED["transfer: reconstructor, 1e6 Adam steps (Table 2, MNIST, batch 32)"]
+    reconstructors: dict = {}
+    for r in runs:
+        reconstructors.setdefault(weights_of(_reconstructor(cfg, r)), []).append(r)
+    for weights, group in reconstructors.items():
+        ratio = weights / MEASURED_GENERATOR_WEIGHTS
+        basis = ("measured on the H200 (gpu_check.json: Table 2's MNIST generator)" if ratio == 1 else
+                 f"estimate: the measured MNIST generator's step x {ratio:.3g} (its weights)")
+        steps.append(Step(f"reconstructors of {weights:,} weights ({len(group)} runs)", sum(r.steps for r in group),
+                          "Adam steps", reference * ratio, basis, "reconstructor_steps (and the sweeps' steps)"))
+    if cfg.identity_source == "celeba":
+        steps.append(Step("CelebA photos through WideResNet-50-2", CELEBA_TRAIN + CELEBA_TEST, "images",
+                          flops_seconds(2 * WIDE_RESNET_GMACS * 1e9),
+                          f"estimate: 2 x {WIDE_RESNET_GMACS} GMACs at {FLOPS_EFFICIENCY:g} of the FP32 peak "
+                          "(once: the features are saved)", "identity_dataset"))
+    if cfg.dataset == "mnist" and cfg.extractor_checkpoint is None:
+        from compendium import models
+
+        macs = forward_macs(_meta(lambda: models.VGGTiny(num_classes=26)), (1, 32, 32))
+        steps.append(_training_step("VGGtiny on EMNIST letters", cfg.extractor_epochs, EMNIST_LETTERS_TRAIN, macs,
+                                    "extractor_epochs (or extractor_checkpoint)"))
+
+    largest = max(runs, key=lambda r: r.dim)
+    biggest = max(reconstructors)
+    shard = max(1, min(SHARD_SIZE, SHARD_BYTES // (F32 * largest.set_size * largest.features)))  # shadow_heads' rule
+    gpu = Need((("training a reconstructor: its weights, gradient and Adam's moments, and the heads' weight "
+                 "covariance (float64, twice)", 4 * F32 * biggest + 2 * F64 * largest.dim**2),
+                ("one shard of heads (weights, gradient, momentum) and its features",
+                 3 * F32 * shard * largest.dim + SHARD_BYTES)),
+               f"hidden={cfg.hidden} / identity_hidden={cfg.identity_hidden} (the reconstructors' widths): reduce "
+               "them", summed=False)
+    store_bytes = {r.store: F32 * r.heads * (r.dim + r.set_size) for r in fresh}  # weights and int32 sets
+    ram = [("pools (float32)", F32 * TRANSFER_POOL_IMAGES.get(cfg.dataset, 0) * math.prod(
+        (TRANSFER_IMAGES[cfg.dataset][0], TRANSFER_IMAGES[cfg.dataset][1], TRANSFER_IMAGES[cfg.dataset][1])))]
+    if cfg.identity_source == "celeba":
+        ram.append(("CelebA faces and features", CELEBA_TRAIN * 3 * 64**2 + CELEBA_TEST * 3 * 64**2 * F32
+                    + (CELEBA_TRAIN + CELEBA_TEST) * 2048 * F32))
+    if not stored:
+        ram.append(("the largest run's heads (held in memory)", max(store_bytes.values())))
+    disk = []
+    for dataset in dict.fromkeys(store[0] for store in store_bytes) if stored else ():
+        mine = [b for store, b in store_bytes.items() if store[0] == dataset]
+        disk.append((f"{len(mine)} head stores of {dataset}", sum(mine)))
+    if cfg.identity_source == "celeba":
+        disk.append(("CelebA faces and features saved in data_dir/celeba", ram[1][1]))
+    return (steps, gpu, Need(tuple(ram), f"dataset={cfg.dataset!r}, identity_dataset={cfg.identity_dataset!r}: a "
+                                         "smaller data set", summed=True),
+            Need(tuple(disk), f"shadow_train={cfg.shadow_train:,}: reduce it, or point shadow_dir at a larger disk "
+                              "(the variant, DP-SGD and identity counts of shadow heads count too)", summed=True),
+            cfg.shadow_dir or cfg.data_dir)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# diffusion
+# ---------------------------------------------------------------------------------------------------------------
+#: The prior's checkpoint, google/ddpm-celebahq-256 from the Hugging Face hub (about 450 MB, the reproduce page),
+#: cached in HF_HOME, and its weights (its UNet2DModel configuration, counted once).
+PRIOR_CHECKPOINT_BYTES, PRIOR_WEIGHTS = 450e6, 113_673_219
+#: Gradient-sized tensors a sampler batch holds at once (estimate: the released gradients, the reconstructions' and
+#: the graph of their double backpropagation).
+GRADIENT_COPIES = 3
+
+
+def diffusion_runs(cfg) -> dict[str, int]:
+    """Reconstructions (one target each) of every distinct attack the diffusion chapter runs, by method: the noise
+    grid, the step comparison, Table 2's runs and the DPS step sizes of RV, the sweeps of Tables 3-4 (and DSG's at
+    DPS's step count), the baselines and the prior alone; ``Experiment`` runs each distinct setting once.  The keys
+    are ``"DPS <steps>"``, ``"DSG <steps>"``, ``"DLG"``, ``"IG"`` and ``"prior <steps>"``; the values count runs
+    times targets."""
+    module = chapters.chapter("diffusion").module
+    default = {"DPS": (cfg.dps_zeta, cfg.dps_steps), "DSG": (cfg.dsg_rate, cfg.dsg_steps)}
+
+    def job(method, model="CNN", variance=0.0, normalised=False, parameter=None, steps=None):
+        p, n = default.get(method, (None, cfg.dps_steps))
+        return (method, model, float(variance), normalised, p if parameter is None else parameter, steps or n)
+
+    jobs = {job(m, variance=v, normalised=n) for n, grid in ((False, cfg.variances), (True, cfg.normalised_variances))
+            for v in grid for m in module.METHODS}
+    jobs |= {job(m, steps=n) for n in {cfg.dsg_steps, cfg.dps_steps} for m in module.METHODS}
+    for name in cfg.attacked_models:
+        jobs |= {job(m, name) for m in module.METHODS}
+        jobs |= {job("DPS", name, parameter=float(z)) for z in {*cfg.rv_zetas, cfg.dps_zeta}}
+        jobs.add(job("DPS", name, parameter=cfg.dps_zeta if name == "CNN" else ("scaled", name)))
+    jobs |= {job("DPS", parameter=float(z)) for z in cfg.sweep_zetas}
+    jobs |= {job("DSG", parameter=float(r)) for r in cfg.sweep_rates}
+    jobs |= {job("DSG", parameter=float(r), steps=cfg.dps_steps) for r in cfg.sweep_rates}
+    jobs |= {job(m, variance=v) for v in (0.0, module.TABLE6_VARIANCE) for m in ("DLG", "IG", *module.METHODS)}
+    jobs.add(job("prior"))
+    counts: dict[str, int] = {}
+    for method, *_, steps in jobs:
+        key = method if method in ("DLG", "IG") else f"{method} {steps}"
+        counts[key] = counts.get(key, 0) + cfg.targets
+    return counts
+
+
+@planner("diffusion")
+def _diffusion(cfg):
+    """Huang, Meng et al.: the sampler steps of every distinct attack (:func:`diffusion_runs`) at the measured DPS and
+    DSG steps (at ``paper`` scale; the book run's time per step for the digits), the baselines' gradient-matching
+    steps and Eq. (17)'s directions each at most a DSG step.  GPU: the prior and :data:`GRADIENT_COPIES` batches of
+    gradients of the largest attacked network; RAM and disk: the images and the prior's checkpoint."""
+    from compendium.models import gradient_targets
+
+    module = chapters.chapter("diffusion").module
+    dps, dps_basis = _measured("diffusion: DPS, one 256x256 reconstruction (1000 steps)")
+    dsg, dsg_basis = _measured("diffusion: DSG, one 256x256 reconstruction (100 steps)")
+    if cfg.digits:  # the book's own small prior: its measured book-scale time (2 CPU cores) over its sampler steps,
+        # not converted between devices (the GPU check ran the book's chapter about as fast on the H200)
+        book = module.settings("book", device="cpu")
+        book_steps = sum(int(k.split()[-1]) * v if " " in k else book.dlg_iterations * v
+                         for k, v in diffusion_runs(book).items())
+        seconds = chapters.chapter("diffusion").seconds["book"]
+        dps = dsg = seconds / book_steps
+        dps_basis = dsg_basis = (f"estimate: the book run's {seconds} s (SECONDS, 2 CPU cores) over its "
+                                 f"{book_steps:,} sampler steps: an upper bound")
+    steps, runs = [], diffusion_runs(cfg)
+    for key, count in sorted(runs.items()):
+        method, _, n = key.partition(" ")
+        if method in ("DLG", "IG"):
+            iterations = cfg.dlg_iterations * (module.IG_RESTARTS if method == "IG" else 1)
+            steps.append(Step(f"{method} baseline ({count} runs)", count * iterations, "gradient-matching steps", dsg,
+                              f"estimate: at most a DSG step ({dsg_basis})", "dlg_iterations x targets",
+                              on_cpu=cfg.digits))
+        else:
+            seconds, basis = (dsg, dsg_basis) if method == "DSG" else (dps, dps_basis)
+            if method == "prior":
+                basis = f"estimate: at most a DPS step ({basis})"
+            steps.append(Step(f"{method}, {n} steps ({count} runs)", count * int(n), "sampler steps", seconds, basis,
+                              "targets x the grids (variances, sweep_zetas, sweep_rates, attacked_models)",
+                              on_cpu=cfg.digits))
+    weights = {name: weights_of(_meta(lambda: gradient_targets.gradient_target(
+        name, in_channels=cfg.in_channels, image_size=cfg.image_size))) for name in cfg.attacked_models}
+    steps.append(Step("Reconstruction Vulnerability, Eq. (17)", cfg.rv_images * cfg.rv_directions * len(weights),
+                      "directions (one image)", dsg, f"estimate: at most a DSG step ({dsg_basis})",
+                      "rv_images x rv_directions x attacked_models", on_cpu=cfg.digits))
+    largest = max(weights.values())
+    batch = min(max(cfg.targets, module.BATCH_ENTRIES // largest), max(runs.values()))  # Experiment._attack's rule
+    pixels = cfg.in_channels * cfg.image_size**2
+    gpu = Need((("prior's weights (its activations not counted)", 0 if cfg.digits else F32 * PRIOR_WEIGHTS),
+                (f"gradients of a batch of {batch} targets", GRADIENT_COPIES * F32 * batch * largest)),
+               f"targets={cfg.targets} (a batch holds at least the targets) or attacked_models: reduce them",
+               summed=True)
+    ram = Need((("images (float32)", F32 * pixels * max(cfg.targets, cfg.rv_images)),
+                ("the prior's checkpoint, loaded", 0 if cfg.digits else PRIOR_CHECKPOINT_BYTES)),
+               f"rv_images={cfg.rv_images}: reduce it", summed=True)
+    disk = Need((("the prior's checkpoint (HF_HOME)", 0 if cfg.digits else PRIOR_CHECKPOINT_BYTES),),
+                "point HF_HOME at a larger disk", summed=True)
+    return steps, gpu, ram, disk, cfg.celeba_dir or "."
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the entry points
+# ---------------------------------------------------------------------------------------------------------------
+def device_card(device: str = "auto") -> tuple[Card | None, str]:
+    """The machine a run on ``device`` uses, as a :class:`Card` (:func:`card_named` of the CUDA device's name, or
+    :func:`cpu_card`), and the torch device (``"cpu"``, ``"cuda:k"``)."""
+    import torch
+
+    if device == "cpu" or not torch.cuda.is_available():
+        return cpu_card(), "cpu"
+    index = torch.device(device if device != "auto" else "cuda").index or 0
+    return card_named(torch.cuda.get_device_name(index)), f"cuda:{index}"
+
+
+def plan_of(key: str, cfg) -> Plan:
+    """The :class:`Plan` of chapter ``key``'s run with the settings ``cfg`` (its module's ``settings(...)``)."""
+    chapters.chapter(key)  # an unknown key: the registry's clear error
+    if key not in PLANNERS:
+        raise ValueError(f"chapter={key!r} has no plan; allowed: one of {', '.join(map(repr, PLANNERS))} (add a "
+                         "planner to compendium/plan.py)")
+    steps, gpu, ram, disk, folder = PLANNERS[key](cfg)
+    card, torch_device = device_card(cfg.device)
+    on_gpu = torch_device != "cpu"
+    chapter = chapters.chapter(key)
+    measured = None
+    if not on_gpu and cfg.scale in chapter.seconds and cfg == chapter.module.settings(cfg.scale, device=cfg.device,
+                                                                                      seed=cfg.seed):
+        measured = float(chapter.seconds[cfg.scale])
+    return Plan(key, cfg.scale, tuple(steps), gpu, ram, disk, str(folder), card, on_gpu, measured, torch_device)
+
+
+def plan(key: str, scale: str = "paper", device: str = "auto", **overrides) -> Plan:
+    """The :class:`Plan` of chapter ``key`` at ``scale`` with the notebook's parameters ``overrides`` (validated by
+    the chapter's ``settings``, before any work)."""
+    module = chapters.chapter(key).module
+    return plan_of(key, module.settings(scale, device=device, **overrides))
+
+
+def show(key: str, cfg, *, check: bool = True) -> Plan:
+    """For a chapter's first code cell: print the run's plan (its costly steps, hours per card, memory and disk)
+    and, with ``check``, stop with :meth:`Plan.check_fits`'s ``ValueError`` when it cannot fit this machine."""
+    found = plan_of(key, cfg)
+    print(found.text())
+    if check:
+        found.check_fits()
+    return found
+
+
+#: The reproduce page's generated plan: these two lines enclose it (the end line is the one every generated table of
+#: the book's pages ends with).
+MARKDOWN_START = "<!-- generated by python -m compendium plan all --markdown (compendium/plan.py) -->"
+MARKDOWN_END = "<!-- end of the generated tables -->"
+
+
+def head_stores(**overrides) -> dict[str, float]:
+    """Bytes of the transfer-learning chapter's stored shadow heads at ``paper`` scale with ``overrides``, by data
+    set (every store of :func:`transfer_runs`: ``heads x (weights + N) x 4`` bytes of float32 weights and int32
+    sets)."""
+    cfg = chapters.chapter("transfer_learned").module.settings("paper", device="cpu", **overrides)
+    stores = {r.store: F32 * r.heads * (r.dim + r.set_size) for r in transfer_runs(cfg)}
+    out: dict[str, float] = {}
+    for store, nbytes in stores.items():
+        out[store[0]] = out.get(store[0], 0.0) + nbytes
+    return out
+
+
+def markdown(scale: str = "paper", cards: tuple[str, ...] = ("T4", "A100 80", "H200")) -> str:
+    """The reproduce page's generated part, between :data:`MARKDOWN_START` and :data:`MARKDOWN_END`: one row per
+    chapter at ``scale`` (each chapter's defaults) with its hours on each of ``cards`` (names of :data:`CARDS`, by
+    prefix), peak GPU memory, host RAM and disk; then the transfer-learning chapter's head stores by data set."""
+    chosen = [c for prefix in cards for c in CARDS if c.name.startswith(prefix)]
+    lines = [MARKDOWN_START, "",
+             "| Chapter | " + " | ".join(f"{c.name}" for c in chosen) + " | GPU memory | host RAM | disk | Colab |",
+             "|---|" + "---|" * (len(chosen) + 4)]
+    for key, chapter in chapters.registry().items():
+        found = plan_of(key, chapter.module.settings(scale, device="cpu"))
+        lines.append(f"| {chapter.title} | " + " | ".join(found.on_card(c) for c in chosen)
+                     + f" | {size(found.gpu.bytes)} | {size(found.ram.bytes)} | {size(found.disk.bytes)} | "
+                     f"{found.runtimes()} |")
+    mnist, cifar = head_stores(dataset="mnist"), head_stores(dataset="cifar10")
+    lines += ["", f"The transfer-learning chapter's stored shadow heads at `paper` scale: {size(mnist['mnist'])} "
+              f"with `dataset = \"mnist\"`, {size(cifar['cifar10'])} with `dataset = \"cifar10\"`, and "
+              f"{size(mnist['celeba'])} more for the CelebA experiment with either.", "", MARKDOWN_END]
+    return "\n".join(lines)
+
+
+def fill_page(page: Path, scale: str = "paper") -> None:
+    """Replace the generated plan of ``page`` (from :data:`MARKDOWN_START` to the next :data:`MARKDOWN_END`) by
+    :func:`markdown`; a page without the markers is an error, so that a renamed marker cannot leave a stale table."""
+    text = Path(page).read_text()
+    start = text.find(MARKDOWN_START)
+    end = text.find(MARKDOWN_END, start)
+    if start < 0 or end < 0:
+        raise ValueError(f"page={str(page)!r} has no generated plan (the line {MARKDOWN_START!r} and, after it, "
+                         f"{MARKDOWN_END!r}); allowed: a page with both, such as book/reproduce.md")
+    Path(page).write_text(text[:start] + markdown(scale) + text[end + len(MARKDOWN_END):])
