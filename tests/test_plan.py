@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from compendium import chapters, plan
+from compendium.plan import costs, machines
 
 ROOT = Path(__file__).resolve().parents[1]
 GPU_CHECK = ROOT / "benchmarks" / "results" / "gpu_check.json"
@@ -37,8 +38,8 @@ def test_every_chapter_plans_at_every_scale(key: str, scale: str) -> None:
 def test_measured_costs_are_the_gpu_checks() -> None:
     """MEASURED holds benchmarks/results/gpu_check.json's paper sizes (an installed package has no benchmarks/)."""
     items = {row["item"]: row["per_step_s"] for row in json.loads(GPU_CHECK.read_text())["paper_sizes"]}
-    assert set(plan.MEASURED) <= set(items)
-    for item, seconds in plan.MEASURED.items():
+    assert set(machines.MEASURED) <= set(items)
+    for item, seconds in machines.MEASURED.items():
         assert seconds == pytest.approx(items[item], rel=5e-3), item
 
 
@@ -64,7 +65,7 @@ def test_the_counts_follow_the_settings() -> None:
     grid = ziller.steps[0]
     cfg = chapters.chapter("ziller2024").module.settings("paper", device="cpu")
     assert grid.count == cfg.n_images * len(cfg.sigmas) * len(cfg.clip_norms)
-    assert grid.seconds == plan.MEASURED["Ziller: 15,000 DP-SGD steps on 224x224 images"]
+    assert grid.seconds == machines.MEASURED["Ziller: 15,000 DP-SGD steps on 224x224 images"]
     hcr = plan.plan("hcr", device="cpu")
     more = plan.plan("hcr", device="cpu", gray_examples=20_000)
     assert more.steps[0].count == 2 * hcr.steps[0].count
@@ -145,7 +146,7 @@ def test_the_measured_generator_is_table_2s() -> None:
 
     with torch.device("meta"):
         model = models.ResidualReconstructor(2580, width=256, out_channels=1, size=32)
-    assert plan.weights_of(model) == plan.MEASURED_GENERATOR_WEIGHTS
+    assert costs.weights_of(model) == costs.MEASURED_GENERATOR_WEIGHTS
 
 
 def test_hcr_results_are_modelled_per_bounded_image() -> None:
@@ -154,7 +155,7 @@ def test_hcr_results_are_modelled_per_bounded_image() -> None:
     more = plan.plan("hcr", device="cpu", colour_examples=2_501)
     kept = dict(more.ram.parts)["bounds kept"] - dict(base.ram.parts)["bounds kept"]
     runs = 3  # the colour task's main, limit and i = 1 runs at paper scale
-    assert kept == runs * plan.HCR_ARRAYS_PER_IMAGE * 8 * 3072
+    assert kept == runs * costs.HCR_ARRAYS_PER_IMAGE * 8 * 3072
 
 
 def test_fill_page_writes_the_generated_plan(tmp_path: Path) -> None:
@@ -172,5 +173,5 @@ def test_hcr_imagenet_bounds_are_costed_at_the_measured_solve() -> None:
     resnet = next(s for s in found.steps if s.name == "HCR bounds, ImageNet ResNet-18")
     cfg = chapters.chapter("hcr").module.settings("paper", device="cpu")
     assert resnet.count == cfg.imagenet_examples * 2 * cfg.num_restarts * 10
-    assert resnet.seconds == plan.MEASURED["HCR: one ImageNet bound, ResNet-18 (R = 25, i = 10)"]
+    assert resnet.seconds == machines.MEASURED["HCR: one ImageNet bound, ResNet-18 (R = 25, i = 10)"]
     assert found.hours > plan.plan("hcr", device="cpu").hours

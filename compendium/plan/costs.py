@@ -1,352 +1,13 @@
-"""What a chapter's run costs before it starts: ``python -m compendium plan CHAPTER --scale paper``.
-
-:func:`plan` turns a chapter's settings (``chapters.chapter(key).module.settings(scale, ...)``) into a :class:`Plan`:
-the run's costly steps, each a count of units (Adam steps, LSQR solves, sampler steps, DP-SGD steps, images) times
-seconds per unit on the reference GPU, and its peak GPU memory, host RAM and disk.  :meth:`Plan.table` converts the
-hours to each card of :data:`CARDS`; :meth:`Plan.check_fits` refuses, with a ``ValueError`` naming the setting to
-change, a run that cannot fit the machine; :func:`show` does both for a notebook's first code cell.
-
-Where the seconds per unit come from, for every step (its ``basis``):
-
-* **measured**: ``benchmarks/gpu_check.py`` timed the papers' costliest loops at their own sizes on one NVIDIA H200
-  (``benchmarks/results/gpu_check.json``, ``paper_sizes``; the reproduce page's "On a GPU, measured" tables).
-  :data:`MEASURED` holds those numbers (a test checks them against the file), since an installed package has no
-  ``benchmarks/`` folder.
-* **estimate**: from a count of floating-point operations at :data:`FLOPS_EFFICIENCY` of the reference card's FP32
-  peak, or from a measured item of similar work; each says which.
-
-Steps that run on the CPU whatever the device (NumPy and SciPy accounting) are costed from the chapter's own
-``book``-scale time (its ``SECONDS``, a measurement) spread over the work it did there, and are not converted between
-GPU cards.  Cells not listed are cheap at every scale (seconds); the plan is the run's costly part, not every cell.
-"""
+"""Each chapter's planner: from its settings to its costly steps (counts times seconds per unit), peak GPU memory,
+host RAM and disk, registered with :func:`compendium.plan.steps.planner`."""
 from __future__ import annotations
 
 import math
-import os
-import shutil
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 
 from compendium import chapters
-
-GB = 1e9
-HOUR = 3600.0
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# the machines
-# ---------------------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Card:
-    """A GPU: its memory and the two vendor figures its relative speed rests on (FP32 dense TFLOPs without tensor
-    cores, memory bandwidth in TB/s)."""
-
-    name: str
-    memory_gb: float
-    fp32_tflops: float
-    bandwidth_tbs: float
-
-    @property
-    def speed(self) -> float:
-        """Speed relative to the reference card :data:`REFERENCE`: the geometric mean of the FP32 and the bandwidth
-        ratios, ``sqrt(F / F_ref * B / B_ref)``.  Approximate: a compute-bound loop moves with the first ratio, a
-        memory-bound one with the second, and a loop bound by kernel launches (the reconstructor's batches of 32) by
-        neither, which shrinks the gaps between cards (the authors' V100 took 9.5 h for the reconstructor's 1e6
-        steps, against 5.8 h on the H200 and the 27 h this factor would give)."""
-        return math.sqrt(self.fp32_tflops / REFERENCE.fp32_tflops * self.bandwidth_tbs / REFERENCE.bandwidth_tbs)
-
-
-#: The reference card, on which every "measured" item was timed (benchmarks/results/gpu_check.json's "device").
-REFERENCE = Card("H200 141 GB", 141, 67.0, 4.8)
-#: GPU cards a reader is likely to have (Colab: T4, L4, A100; clusters: A100, H100, H200); vendors' data sheets:
-#: FP32 dense TFLOPs (no tensor cores; the book turns TF32 off) and memory bandwidth (SXM versions).
-CARDS = (
-    Card("T4 16 GB", 16, 8.1, 0.32),
-    Card("L4 24 GB", 24, 30.3, 0.30),
-    Card("A100 40 GB", 40, 19.5, 1.555),
-    Card("A100 80 GB", 80, 19.5, 2.039),
-    Card("H100 80 GB", 80, 67.0, 3.35),
-    REFERENCE,
-)
-
-
-@dataclass(frozen=True)
-class Runtime:
-    """A hosted runtime's host RAM and disk (GB, approximate: as Colab shows them in 2025; they change)."""
-
-    name: str
-    ram_gb: float
-    disk_gb: float
-
-
-COLAB = (Runtime("Colab standard", 12.7, 100), Runtime("Colab high-RAM / A100", 83.0, 100))
-
-#: Estimate for a CPU: FP32 TFLOPs per core (AVX2: 2 FMA units x 8 lanes x 2 FLOPs at about 3 GHz) and the memory
-#: bandwidth (TB/s) of a cloud machine's share, for :func:`cpu_card`; stated figures, not measured.
-CPU_CORE_TFLOPS, CPU_BANDWIDTH_TBS = 0.096, 0.02
-
-
-def cpu_card(cores: int | None = None) -> Card:
-    """This machine's CPU as a :class:`Card` (an estimate, :data:`CPU_CORE_TFLOPS`), so that the GPU steps' hours
-    can be stated for a run on it."""
-    cores = cores or os.cpu_count() or 1
-    return Card(f"CPU, {cores} cores (estimate)", 0.0, cores * CPU_CORE_TFLOPS, CPU_BANDWIDTH_TBS)
-
-
-def card_named(name: str) -> Card | None:
-    """The card of :data:`CARDS` whose model (``T4``, ``A100``, ...) is in ``name`` (e.g. torch's device name), the
-    one with the most memory on a tie (``A100``: the 80 GB one unless ``40GB`` is in the name); ``None`` if none."""
-    flat = name.upper().replace(" ", "").replace("-", "")
-    found = [c for c in CARDS if c.name.split()[0] in flat]
-    if len(found) > 1:
-        found = [c for c in found if f"{c.memory_gb:g}GB" in flat] or found[-1:]
-    return found[-1] if found else None
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# where the seconds come from
-# ---------------------------------------------------------------------------------------------------------------
-#: benchmarks/results/gpu_check.json's ``paper_sizes``: seconds per unit on one NVIDIA H200 (3 significant digits),
-#: keyed by the item's name there.
-MEASURED = {
-    "transfer: 2.56e6 training heads, N = 10": 2.20e-07,
-    "transfer: 2.56e6 training heads, N = 40": 7.75e-07,
-    "transfer: reconstructor, 1e6 Adam steps (Table 2, MNIST, batch 32)": 2.09e-02,
-    "diffusion: DPS, one 256x256 reconstruction (1000 steps)": 7.67e-02,
-    "diffusion: DSG, one 256x256 reconstruction (100 steps)": 8.46e-02,
-    "HCR: one ImageNet bound, ResNet-18 (R = 25, i = 10)": 12.4,
-    "Ziller: 15,000 DP-SGD steps on 224x224 images": 1.72e-03,
-}
-#: The share of a card's FP32 peak a large dense network reaches in the estimates from FLOPs (an assumption).
-FLOPS_EFFICIENCY = 0.5
-
-
-def flops_seconds(flops: float) -> float:
-    """Seconds for ``flops`` FP32 operations on the reference card at :data:`FLOPS_EFFICIENCY` of its peak."""
-    return flops / (FLOPS_EFFICIENCY * REFERENCE.fp32_tflops * 1e12)
-
-
-def _measured(item: str) -> tuple[float, str]:
-    return MEASURED[item], f"measured on the H200 (gpu_check.json: {item})"
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# a plan
-# ---------------------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Step:
-    """One costly step of a run: ``count`` units of ``unit``, ``seconds`` each on the reference card (on the CPU
-    when ``on_cpu``: NumPy / SciPy work that no GPU speeds up), where those seconds come from (``basis``), and the
-    settings that set the count (``parameter``)."""
-
-    name: str
-    count: float
-    unit: str
-    seconds: float
-    basis: str
-    parameter: str
-    on_cpu: bool = False
-
-    @property
-    def hours(self) -> float:
-        """Hours on the reference card: ``count * seconds / 3600``."""
-        return self.count * self.seconds / HOUR
-
-    def hours_on(self, card: Card) -> float:
-        """Hours on ``card``: :attr:`hours` over its relative :attr:`Card.speed` (CPU steps: unchanged)."""
-        return self.hours if self.on_cpu else self.hours / card.speed
-
-
-@dataclass(frozen=True)
-class Need:
-    """A peak resource need in bytes, the largest of its ``parts`` (``(what, bytes)``) or their sum (``summed``),
-    and the advice a refusal gives: the setting to change."""
-
-    parts: tuple[tuple[str, float], ...]
-    advice: str
-    summed: bool = False
-
-    @property
-    def bytes(self) -> float:
-        values = [b for _, b in self.parts] or [0.0]
-        return sum(values) if self.summed else max(values)
-
-    def describe(self) -> str:
-        """The parts, largest first, and how they combine."""
-        parts = [f"{what} {size(b)}" for what, b in sorted(self.parts, key=lambda p: -p[1])]
-        if len(parts) < 2:
-            return "".join(parts)
-        return " + ".join(parts) if self.summed else "the largest of: " + ", ".join(parts)
-
-
-def size(nbytes: float) -> str:
-    """``nbytes`` with three significant digits in GB (10^9 bytes), TB from 1,000 GB, MB below 1 GB."""
-    if nbytes >= 1000 * GB:
-        return f"{nbytes / 1000 / GB:.3g} TB"
-    return f"{nbytes / GB:.3g} GB" if nbytes >= GB else f"{nbytes / 1e6:.3g} MB"
-
-
-def hours_text(hours: float) -> str:
-    """Hours for a table: minutes below one hour, seconds below one minute, days above 48 hours."""
-    if hours < 1 / 60:
-        return f"{hours * HOUR:.2g} s"
-    if hours < 1:
-        return f"{hours * 60:.2g} min"
-    return f"{hours:.3g} h" if hours < 48 else f"{hours / 24:.3g} d"
-
-
-@dataclass(frozen=True)
-class Plan:
-    """A chapter run's cost: its steps (:class:`Step`) and its peak GPU memory, host RAM and disk (:class:`Need`,
-    disk in ``folder``).  ``device`` is the machine the plan was made on, as a :class:`Card` (``None``: a CUDA card
-    not in :data:`CARDS`), ``torch_device`` the run's (``"cpu"``, ``"cuda:1"``); ``measured`` the chapter's
-    measured seconds for this very run on 2 CPU cores (its ``SECONDS``, at a scale's default settings on the CPU),
-    which then replace the CPU's stated speed."""
-
-    chapter: str
-    scale: str
-    steps: tuple[Step, ...]
-    gpu: Need
-    ram: Need
-    disk: Need
-    folder: str
-    device: Card | None
-    on_gpu: bool
-    measured: float | None = None
-    torch_device: str = "cpu"
-
-    @property
-    def hours(self) -> float:
-        """Hours on the reference card, every step together."""
-        return sum(s.hours for s in self.steps)
-
-    def hours_on(self, card: Card) -> float:
-        return sum(s.hours_on(card) for s in self.steps)
-
-    def hours_here(self) -> float:
-        """Hours on the machine the plan was made on: :attr:`measured` where there is one, else :meth:`hours_on`
-        its card (NaN for a CUDA card not in :data:`CARDS`)."""
-        if self.measured is not None:
-            return self.measured / HOUR
-        return self.hours_on(self.device) if self.device else math.nan
-
-    def on_card(self, card: Card) -> str:
-        """The hours on ``card`` as text, or that its memory cannot hold the run's peak GPU memory."""
-        if self.gpu.bytes > card.memory_gb * GB:
-            return f"does not fit ({card.memory_gb:g} GB)"
-        return hours_text(self.hours_on(card))
-
-    def runtimes(self) -> str:
-        """The Colab runtimes (:data:`COLAB`) whose host RAM and disk hold the run, or what is short on the largest."""
-        fits = [r.name for r in COLAB if self.ram.bytes <= r.ram_gb * GB and self.disk.bytes <= r.disk_gb * GB]
-        if fits:
-            return fits[0] if len(fits) == 1 else f"{fits[0]} and up"
-        largest = COLAB[-1]
-        short = [what for what, need, have in (("RAM", self.ram.bytes, largest.ram_gb), ("disk", self.disk.bytes,
-                                                                                       largest.disk_gb))
-                 if need > have * GB]
-        return "none: too little " + " and ".join(short)
-
-    def table(self):
-        """A ``pandas.DataFrame``: one row per step (and a total row) with the count, the unit, the seconds per
-        unit on the reference card and their basis, the hours on the device seen and on every card of
-        :data:`CARDS`; the peak GPU memory, RAM and disk in ``attrs``."""
-        import pandas as pd  # not at import: a notebook's first cell calls show() without pandas' import time
-
-        seen = "hours, this machine" + (" (measured)" if self.measured is not None else
-                                         f" ({self.device.name})" if self.device else "")
-        rows = [{"step": s.name, "count": s.count, "unit": s.unit, "seconds per unit (H200)": s.seconds,
-                 "basis": s.basis, seen: s.hours_on(self.device) if self.device and self.measured is None else math.nan,
-                 **{f"hours, {c.name}": s.hours_on(c) for c in CARDS}} for s in self.steps]
-        rows.append({"step": "total", seen: self.hours_here(), **{f"hours, {c.name}": self.hours_on(c) for c in CARDS}})
-        frame = pd.DataFrame(rows)
-        frame.attrs.update(gpu_bytes=self.gpu.bytes, ram_bytes=self.ram.bytes, disk_bytes=self.disk.bytes)
-        return frame
-
-    def to_dict(self) -> dict:
-        """Everything as plain JSON types: the steps with their hours per card, the needs in bytes with their parts."""
-        steps = [asdict(s) | {"hours": {c.name: s.hours_on(c) for c in CARDS}} for s in self.steps]
-        needs = {name: {"bytes": need.bytes, "parts": [list(p) for p in need.parts], "advice": need.advice}
-                 for name, need in (("gpu_memory", self.gpu), ("ram", self.ram), ("disk", self.disk))}
-        return {"chapter": self.chapter, "scale": self.scale, "steps": steps,
-                "hours": {c.name: self.hours_on(c) for c in CARDS}, **needs, "disk_folder": self.folder,
-                "device": None if self.device is None else self.device.name, "hours_here": self.hours_here()}
-
-    def text(self) -> str:
-        """The plan as plain text: the steps, the total hours per card, and the memory and disk it needs."""
-        width = max(len(s.name) for s in self.steps) if self.steps else 10
-        lines = [f"{self.chapter} at {self.scale!r} scale: the run's costly steps"]
-        for s in self.steps:
-            lines.append(f"  {s.name:<{width}}  {s.count:>12,.0f} {s.unit}, {s.seconds:.3g} s each: "
-                         f"{hours_text(s.hours)} {'on the CPU' if s.on_cpu else 'on the H200'} ({s.basis})")
-        if self.measured is not None:
-            lines.append(f"  total on this machine: {hours_text(self.hours_here())} (measured: the chapter's time at "
-                         "this scale on 2 CPU cores, its SECONDS)")
-        elif self.device is not None:
-            lines.append(f"  total on this machine ({self.device.name}): {hours_text(self.hours_here())}")
-        lines.append("  total: " + ", ".join(f"{c.name} {self.on_card(c)}" for c in CARDS)
-                     + " (speed factors from FP32 and bandwidth: approximate)")
-        def parts(need: Need) -> str:
-            return f" ({need.describe()})" if need.bytes else ""
-
-        lines += [f"  GPU memory {size(self.gpu.bytes)}{parts(self.gpu)}",
-                  f"  host RAM {size(self.ram.bytes)}{parts(self.ram)}",
-                  f"  disk {size(self.disk.bytes)} in {self.folder}{parts(self.disk)}",
-                  f"  Colab runtimes (RAM and disk) that hold it: {self.runtimes()}"]
-        return "\n".join(lines)
-
-    def check_fits(self, *, ram_bytes: float | None = None, disk_bytes: float | None = None,
-                   gpu_bytes: float | None = None) -> None:
-        """Raise a ``ValueError`` naming the setting to change when the run needs more host RAM, free disk (in
-        :attr:`folder`) or GPU memory than the machine has.  Each capacity not given is read from this machine:
-        the available RAM (psutil), the free disk of the folder or of its nearest existing parent
-        (``shutil.disk_usage``) and the free memory of the CUDA device (``torch.cuda.mem_get_info``; a run on the CPU
-        holds its tensors in RAM, so they count there)."""
-        ram_need = self.ram.bytes + (0.0 if self.on_gpu else self.gpu.bytes)
-        if ram_bytes is None:
-            import psutil
-
-            ram_bytes = psutil.virtual_memory().available
-        if disk_bytes is None:
-            folder = Path(self.folder).absolute()
-            while not folder.exists():
-                folder = folder.parent
-            disk_bytes = shutil.disk_usage(folder).free
-        if gpu_bytes is None and self.on_gpu:
-            import torch
-
-            gpu_bytes = torch.cuda.mem_get_info(torch.device(self.torch_device))[0]
-        ram_text, ram_advice = self.ram.describe(), self.ram.advice
-        if not self.on_gpu and self.gpu.bytes > 0:
-            ram_text += f"; and the device's tensors, on this CPU: {self.gpu.describe()}"
-            ram_advice += f"; {self.gpu.advice}"
-        problems = []
-        for what, text, advice, needed, have in (
-                ("host RAM", ram_text, ram_advice, ram_need, ram_bytes),
-                ("free disk in " + self.folder, self.disk.describe(), self.disk.advice, self.disk.bytes, disk_bytes),
-                ("GPU memory", self.gpu.describe(), self.gpu.advice, self.gpu.bytes,
-                 gpu_bytes if self.on_gpu else None)):
-            if have is not None and needed > have:
-                problems.append(f"{what}: the run needs {size(needed)} ({text}), the machine has {size(have)}; "
-                                f"{advice}")
-        if problems:
-            raise ValueError(f"{self.chapter} at scale={self.scale!r} does not fit this machine:\n  "
-                             + "\n  ".join(problems))
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# the chapters
-# ---------------------------------------------------------------------------------------------------------------
-PLANNERS: dict = {}
-
-
-def planner(key: str):
-    """Register the function that plans chapter ``key`` (settings -> steps, GPU, RAM, disk needs, folder)."""
-    def register(function):
-        PLANNERS[key] = function
-        return function
-    return register
-
+from compendium.plan.machines import FLOPS_EFFICIENCY, MEASURED, flops_seconds, measured
+from compendium.plan.steps import Need, Step, planner
 
 #: Bytes of a float32 / float64 value.
 F32, F64 = 4, 8
@@ -369,7 +30,7 @@ MC_VALUES, MC_ARRAYS = 50, 3
 def _dp_sgd_seconds(side: int) -> tuple[float, str]:
     """Seconds of one opacus DP-SGD step of the linear-layer attack on one 3 x side x side image: the measured step at
     224 x 224, scaled by the pixels above that size (the work is linear in the pixels), not below it."""
-    seconds, basis = _measured("Ziller: 15,000 DP-SGD steps on 224x224 images")
+    seconds, basis = measured("Ziller: 15,000 DP-SGD steps on 224x224 images")
     if side == ZILLER_SIDE:
         return seconds, basis
     scale = max(1.0, (side / ZILLER_SIDE) ** 2)
@@ -557,7 +218,7 @@ def _hcr(cfg):
     gray_cnn = _meta(lambda: models.CifarCNN(1, gray_side, 10, widths=cfg.colour_widths, hidden=cfg.colour_hidden))
     book_seconds = chapters.chapter("hcr").seconds["book"]
 
-    resnet, resnet_basis = _measured("HCR: one ImageNet bound, ResNet-18 (R = 25, i = 10)")
+    resnet, resnet_basis = measured("HCR: one ImageNet bound, ResNet-18 (R = 25, i = 10)")
     solves, steps = hcr_solves(cfg), []
     networks = {"gray": (gray, (1, gray_side, gray_side)), "gray_cnn": (gray_cnn, (1, gray_side, gray_side)),
                 "colour": (colour, (3, colour_side, colour_side))}
@@ -584,7 +245,7 @@ def _hcr(cfg):
     disk = [("MNIST files", MNIST_BYTES)] if cfg.gray_data == "mnist" else []
     disk += [("CIFAR-10 archive", CIFAR10_BYTES)] if cfg.colour_data == "cifar10" else []
     if cfg.imagenet_dir is not None:
-        seconds, basis = _measured("HCR: one ImageNet bound, ResNet-18 (R = 25, i = 10)")
+        seconds, basis = measured("HCR: one ImageNet bound, ResNet-18 (R = 25, i = 10)")
         count = cfg.imagenet_examples * 2 * cfg.num_restarts * 10  # two sizes s, i = 10
         ratio = IMAGENET_NETWORKS["swin_t"][1] / IMAGENET_NETWORKS["resnet18"][1]
         steps += [Step("HCR bounds, ImageNet ResNet-18", count, "LSQR solves", seconds, basis,
@@ -834,8 +495,8 @@ def _diffusion(cfg):
     from compendium.models import gradient_targets
 
     module = chapters.chapter("diffusion").module
-    dps, dps_basis = _measured("diffusion: DPS, one 256x256 reconstruction (1000 steps)")
-    dsg, dsg_basis = _measured("diffusion: DSG, one 256x256 reconstruction (100 steps)")
+    dps, dps_basis = measured("diffusion: DPS, one 256x256 reconstruction (1000 steps)")
+    dsg, dsg_basis = measured("diffusion: DSG, one 256x256 reconstruction (100 steps)")
     if cfg.digits:  # the book's own small prior: its measured book-scale time (2 CPU cores) over its sampler steps,
         # not converted between devices (the GPU check ran the book's chapter about as fast on the H200)
         book = module.settings("book", device="cpu")
@@ -880,99 +541,3 @@ def _diffusion(cfg):
     return steps, gpu, ram, disk, cfg.celeba_dir or "."
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# the entry points
-# ---------------------------------------------------------------------------------------------------------------
-def device_card(device: str = "auto") -> tuple[Card | None, str]:
-    """The machine a run on ``device`` uses, as a :class:`Card` (:func:`card_named` of the CUDA device's name, or
-    :func:`cpu_card`), and the torch device (``"cpu"``, ``"cuda:k"``)."""
-    import torch
-
-    if device == "cpu" or not torch.cuda.is_available():
-        return cpu_card(), "cpu"
-    index = torch.device(device if device != "auto" else "cuda").index or 0
-    return card_named(torch.cuda.get_device_name(index)), f"cuda:{index}"
-
-
-def plan_of(key: str, cfg) -> Plan:
-    """The :class:`Plan` of chapter ``key``'s run with the settings ``cfg`` (its module's ``settings(...)``)."""
-    chapters.chapter(key)  # an unknown key: the registry's clear error
-    if key not in PLANNERS:
-        raise ValueError(f"chapter={key!r} has no plan; allowed: one of {', '.join(map(repr, PLANNERS))} (add a "
-                         "planner to compendium/plan.py)")
-    steps, gpu, ram, disk, folder = PLANNERS[key](cfg)
-    card, torch_device = device_card(cfg.device)
-    on_gpu = torch_device != "cpu"
-    chapter = chapters.chapter(key)
-    measured = None
-    if not on_gpu and cfg.scale in chapter.seconds and cfg == chapter.module.settings(cfg.scale, device=cfg.device,
-                                                                                      seed=cfg.seed):
-        measured = float(chapter.seconds[cfg.scale])
-    return Plan(key, cfg.scale, tuple(steps), gpu, ram, disk, str(folder), card, on_gpu, measured, torch_device)
-
-
-def plan(key: str, scale: str = "paper", device: str = "auto", **overrides) -> Plan:
-    """The :class:`Plan` of chapter ``key`` at ``scale`` with the notebook's parameters ``overrides`` (validated by
-    the chapter's ``settings``, before any work)."""
-    module = chapters.chapter(key).module
-    return plan_of(key, module.settings(scale, device=device, **overrides))
-
-
-def show(key: str, cfg, *, check: bool = True) -> Plan:
-    """For a chapter's first code cell: print the run's plan (its costly steps, hours per card, memory and disk)
-    and, with ``check``, stop with :meth:`Plan.check_fits`'s ``ValueError`` when it cannot fit this machine."""
-    found = plan_of(key, cfg)
-    print(found.text())
-    if check:
-        found.check_fits()
-    return found
-
-
-#: The reproduce page's generated plan: these two lines enclose it (the end line is the one every generated table of
-#: the book's pages ends with).
-MARKDOWN_START = "<!-- generated by python -m compendium plan all --markdown (compendium/plan.py) -->"
-MARKDOWN_END = "<!-- end of the generated tables -->"
-
-
-def head_stores(**overrides) -> dict[str, float]:
-    """Bytes of the transfer-learning chapter's stored shadow heads at ``paper`` scale with ``overrides``, by data
-    set (every store of :func:`transfer_runs`: ``heads x (weights + N) x 4`` bytes of float32 weights and int32
-    sets)."""
-    cfg = chapters.chapter("transfer_learned").module.settings("paper", device="cpu", **overrides)
-    stores = {r.store: F32 * r.heads * (r.dim + r.set_size) for r in transfer_runs(cfg)}
-    out: dict[str, float] = {}
-    for store, nbytes in stores.items():
-        out[store[0]] = out.get(store[0], 0.0) + nbytes
-    return out
-
-
-def markdown(scale: str = "paper", cards: tuple[str, ...] = ("T4", "A100 80", "H200")) -> str:
-    """The reproduce page's generated part, between :data:`MARKDOWN_START` and :data:`MARKDOWN_END`: one row per
-    chapter at ``scale`` (each chapter's defaults) with its hours on each of ``cards`` (names of :data:`CARDS`, by
-    prefix), peak GPU memory, host RAM and disk; then the transfer-learning chapter's head stores by data set."""
-    chosen = [c for prefix in cards for c in CARDS if c.name.startswith(prefix)]
-    lines = [MARKDOWN_START, "",
-             "| Chapter | " + " | ".join(f"{c.name}" for c in chosen) + " | GPU memory | host RAM | disk | Colab |",
-             "|---|" + "---|" * (len(chosen) + 4)]
-    for key, chapter in chapters.registry().items():
-        found = plan_of(key, chapter.module.settings(scale, device="cpu"))
-        lines.append(f"| {chapter.title} | " + " | ".join(found.on_card(c) for c in chosen)
-                     + f" | {size(found.gpu.bytes)} | {size(found.ram.bytes)} | {size(found.disk.bytes)} | "
-                     f"{found.runtimes()} |")
-    mnist, cifar = head_stores(dataset="mnist"), head_stores(dataset="cifar10")
-    lines += ["", f"The transfer-learning chapter's stored shadow heads at `paper` scale: {size(mnist['mnist'])} "
-              f"with `dataset = \"mnist\"`, {size(cifar['cifar10'])} with `dataset = \"cifar10\"`, and "
-              f"{size(mnist['celeba'])} more for the CelebA experiment with either.", "", MARKDOWN_END]
-    return "\n".join(lines)
-
-
-def fill_page(page: Path, scale: str = "paper") -> None:
-    """Replace the generated plan of ``page`` (from :data:`MARKDOWN_START` to the next :data:`MARKDOWN_END`) by
-    :func:`markdown`; a page without the markers is an error, so that a renamed marker cannot leave a stale table."""
-    text = Path(page).read_text()
-    start = text.find(MARKDOWN_START)
-    end = text.find(MARKDOWN_END, start)
-    if start < 0 or end < 0:
-        raise ValueError(f"page={str(page)!r} has no generated plan (the line {MARKDOWN_START!r} and, after it, "
-                         f"{MARKDOWN_END!r}); allowed: a page with both, such as book/reproduce.md")
-    Path(page).write_text(text[:start] + markdown(scale) + text[end + len(MARKDOWN_END):])
