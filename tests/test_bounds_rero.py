@@ -18,7 +18,8 @@ def test_full_batch_equals_the_gdp_closed_form(sigma, steps):
     estimate, certified = rero.rero_bound_subsampled(KAPPAS, noise_multiplier=sigma, sample_rate=1.0, steps=steps)
     closed = zb.worst_case_success(sigma, kappa=KAPPAS, T=steps)
     assert np.max(np.abs(estimate - closed)) < 1e-6
-    assert np.all(certified >= closed - 1e-12) and np.max(certified - closed) < 1e-3
+    # the certified envelope is loose by about eps_error (default 0.01) relative, never below the exact value
+    assert np.all(certified >= closed - 1e-12) and np.max(certified / closed - 1) < 0.011
 
 
 def test_subsampling_never_raises_the_bound_and_it_is_monotone():
