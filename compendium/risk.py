@@ -231,6 +231,53 @@ def _prior_aware_rows(q: RiskQuery) -> dict:
     return out
 
 
+def worst_case_curve(query: RiskQuery, kappas=None) -> dict:
+    """The prior-aware worst case against the prior's own success kappa for ``query``'s training: ``kappa`` (by
+    default 60 points from 1e-4 to 0.9, log-spaced, with ``query.kappa``), ``full_batch`` (Ziller et al. 2024,
+    Table 1: ``Phi(Phi^{-1}(kappa) + sqrt(T) / sigma)``, the target in every step) and, when q < 1, ``estimate`` and
+    ``certified`` of the subsampled bound (:func:`compendium.bounds.rero.rero_bound_subsampled`: one privacy-loss
+    composition for the whole curve)."""
+    if kappas is None:
+        kappas = np.geomspace(1e-4, 0.9, 60)
+        kappas = np.unique(np.append(kappas, [] if query.kappa is None else [query.kappa]))
+    k = np.sort(validation.grid("kappas", [float(v) for v in np.ravel(kappas)], what="prior successes in (0, 1)"))
+    for value in k:
+        validation.probability("kappas", value)
+    out = {"kappa": k, "full_batch": np.asarray(zb.worst_case_success(query.noise_multiplier, kappa=k,
+                                                                         T=query.steps), float)}
+    if query.sample_rate < 1:
+        out["estimate"], out["certified"] = rero.rero_bound_subsampled(
+            k, noise_multiplier=query.noise_multiplier, sample_rate=query.sample_rate, steps=query.steps)
+    return out
+
+
+def plot_worst_case(query: RiskQuery, kappas=None):
+    """A matplotlib figure of :func:`worst_case_curve` on log-log axes: the certified worst case of the training
+    (q < 1), the full-batch curve (dashed: "if the target were in every step"), and the prior alone (the diagonal
+    ``gamma = kappa``), with ``query.kappa`` marked.  The caller saves it (``python -m compendium risk --plot``)."""
+    import matplotlib.pyplot as plt  # matplotlib only for the figure: the calculator's command line starts without
+
+    from compendium import plotting
+
+    curve = worst_case_curve(query, kappas)
+    plotting.set_style()
+    fig, ax = plt.subplots(figsize=(plotting.WIDTH, plotting.WIDTH * 0.62))
+    k = curve["kappa"]
+    ax.plot(k, k, color="grey", lw=1, label="prior alone (γ = κ)")
+    if "certified" in curve:
+        ax.plot(k, curve["certified"], color=plotting.EXACT,
+                label=f"your training (q = {query.sample_rate:g}, certified)")
+    ax.plot(k, curve["full_batch"], color=plotting.BOUND, ls="--", label="if the target were in every step")
+    if query.kappa is not None:
+        at = curve["certified" if "certified" in curve else "full_batch"][np.searchsorted(k, query.kappa)]
+        ax.plot([query.kappa], [at], "o", color=plotting.EXACT, label=f"κ = {query.kappa:g}: γ ≤ {at:.3g}")
+    ax.set(xscale="log", yscale="log", xlabel="prior success κ (probability)",
+           ylabel="worst-case success γ (probability)", ylim=(k[0] * 0.8, 1.1),
+           title=f"σ = {query.noise_multiplier:g}, T = {query.steps}: ReRo bound (Hayes et al. 2023)")
+    ax.legend(loc="lower right")
+    return fig
+
+
 def _mse_probability(eta: float, q: RiskQuery) -> float:
     if q.min_norm is None:
         return zb.rero_gamma_mse(eta, N=q.dim, C=q.clip, sigma=q.noise_multiplier, T=q.steps)

@@ -358,3 +358,21 @@ def test_subsampled_training_leads_and_full_batch_rows_are_labelled():
     assert text[0].startswith("inputs: ") and "delta=1e-05" in text[0] and "sample_rate=0.04" in text[0]
     assert "about 8 of the 200 steps" in text[1]
     assert text.index(f"-- {risk.IF_EVERY_STEP}: not the training that ran --") > 2
+
+
+def test_worst_case_curve_and_plot(tmp_path, capsys):
+    q = risk.RiskQuery(noise_multiplier=1.1, clip=1.0, dim=784, steps=200, sample_rate=0.04, kappa=0.01)
+    curve = risk.worst_case_curve(q)
+    assert 0.01 in curve["kappa"] and np.all(np.diff(curve["kappa"]) > 0)
+    assert np.all(curve["kappa"] <= curve["estimate"] + 1e-9) and np.all(curve["estimate"] <= curve["certified"])
+    assert np.all(curve["certified"] <= curve["full_batch"] + 1e-9)
+    path = tmp_path / "risk.png"
+    args = ["risk", "--noise-multiplier", "1.1", "--clip", "1", "--dim", "784", "--steps", "200",
+            "--sample-rate", "0.04", "--kappa", "0.01", "--json", "--plot", str(path)]
+    assert cli.main(args) == 0 and path.stat().st_size > 10_000
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["input_kappa"] == 0.01 and "plot written" in captured.err
+    with pytest.raises(ValueError, match="kappas"):
+        risk.worst_case_curve(q, kappas=[0.1, 1.5])
+    code = cli.main(args[:-1] + [str(tmp_path / "missing" / "risk.png")])
+    assert code == 2 and "does not exist" in capsys.readouterr().err
