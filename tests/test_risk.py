@@ -331,7 +331,8 @@ def test_cli_dithering_bad_input_exits_2_with_a_message_and_no_traceback(args, m
 def test_edgeworth_comparison_tabulates_both_values():
     table = risk.edgeworth_comparison(sigmas=(1.0,), sample_rates=(0.1,), steps=(40,), kappas=(0.01, 0.1))
     assert list(table.kappa) == [0.01, 0.1] and (table["numerical error"] >= 0).all()
-    exact = rero.rero_bound_subsampled(np.array([0.01, 0.1]), noise_multiplier=1.0, sample_rate=0.1, steps=40)[0]
+    exact = rero.rero_bound_subsampled(np.array([0.01, 0.1]), noise_multiplier=1.0, sample_rate=0.1, steps=40,
+                                       eps_error=risk.EDGEWORTH_EPS_ERROR)[0]
     assert np.allclose(table.exact, exact, rtol=1e-12)
     assert np.allclose(table["relative error"], table["Edgeworth (authors' code)"] / table.exact - 1)
 
