@@ -31,8 +31,8 @@ q N(1, sigma^2)`` (present; sensitivity 1), the pair opacus' accountants use.  `
 *adding* the target (the test's null hypothesis: absent), ``f^{-1} = T(Q, P)`` that of *removing* it.  By default
 (``adjacency="add_or_remove"``, what the calculator and its chapter state) the bound takes ``min(f, f^{-1})``, so it
 holds for adding and for removing the target; ``adjacency="add"`` or ``"remove"`` takes one direction.  riskcal
-(Kulynych et al.) symmetrises too (Dong et al. 2022, Def. F.1, the convex hull of the same minimum); at the small
-kappa of reconstruction both take ``f``.
+(Kulynych et al.) symmetrises too (Dong et al. 2022, Def. F.1, the convex hull of the same minimum); on the grid of
+``benchmarks/riskcal_compare.py`` both pick the same direction (f at small q, f^{-1} at q = 0.2, T = 300).
 
 Why not Google's ``dp_accounting`` (riskcal's engine): every release of it pins ``attrs < 24`` (0.4.x also
 ``numpy ~= 1.21``), which cannot be installed beside the tested set (``attrs`` 26, ``numpy`` 2); opacus' PRV
