@@ -148,6 +148,9 @@ def _parser() -> argparse.ArgumentParser:
                       help="with --kappa: the smallest noise multiplier keeping the prior-aware worst-case success "
                            "(exact under subsampling) at most this")
     risk.add_argument("--json", action="store_true", help="print one flat JSON object")
+    risk.add_argument("--plot", type=Path, default=None, metavar="FILE",
+                      help="write the worst-case success against the prior's kappa (and the prior alone) to FILE "
+                           "(.png, .pdf, .svg)")
     risk.set_defaults(action=_risk)
 
     dithering = commands.add_parser(
@@ -226,8 +229,13 @@ def _risk(args: argparse.Namespace) -> None:
         sample_rate=args.sample_rate, delta=args.delta, min_norm=args.min_norm, data_range=args.data_range,
         eta_mse=args.eta_mse, eta_psnr=args.eta_psnr, kappa=args.kappa, target_probability=args.target_probability,
         target_success=args.target_success)
+    if args.plot is not None and not args.plot.absolute().parent.is_dir():
+        raise ValueError(f"--plot {args.plot}: the folder {args.plot.absolute().parent} does not exist")
     result = risk.assess(query)
     print(_json(result) if args.json else risk.format_report(result))
+    if args.plot is not None:
+        risk.plot_worst_case(query).savefig(args.plot, dpi=150)
+        print(f"plot written to {args.plot}", file=sys.stderr)
 
 
 def _dithering(args: argparse.Namespace) -> None:

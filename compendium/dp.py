@@ -19,8 +19,24 @@ from compendium import validation
 
 # opacus' PRV accountant discretises the privacy-loss distribution; for a single release with a very small noise
 # multiplier (sigma < 0.03, epsilon of order 1000) it raises "Discrete mean differs significantly" or does not
-# finish.  Below this sigma the PRV column is reported as out of range rather than attempted.
+# finish.  The composition is about mu-GDP, mu = sqrt(T) / sigma without subsampling and q sqrt(T (e^{1/sigma^2} -
+# 1)) with it (Bu et al. 2020, the central limit of subsampled DP-SGD); where 1 / mu is below this value the PRV
+# column is reported as out of range rather than attempted.  Subsampling matters: q = 0.004, T = 2000, sigma = 1.1
+# has sigma / sqrt(T) = 0.025 but 1 / mu = 4.9, well inside the accountant's range.
 PRV_MIN_EFFECTIVE_SIGMA = 0.03
+
+
+def effective_mu(noise_multiplier: float, steps: int, sample_rate: float = 1.0) -> float:
+    """The GDP parameter the composition is close to: ``sqrt(T) / sigma`` at ``q = 1`` (exact), else the central
+    limit ``q sqrt(T (e^{1/sigma^2} - 1))`` (Bu et al. 2020, Thm. 5)."""
+    if sample_rate == 1:
+        return float(np.sqrt(steps) / noise_multiplier)
+    return float(sample_rate * np.sqrt(steps * np.expm1(1 / noise_multiplier**2)))
+
+
+def prv_in_range(noise_multiplier: float, steps: int, sample_rate: float = 1.0) -> bool:
+    """Whether opacus' PRV accountant is inside its numerical range: ``1 / mu >= PRV_MIN_EFFECTIVE_SIGMA``."""
+    return 1 / effective_mu(noise_multiplier, steps, sample_rate) >= PRV_MIN_EFFECTIVE_SIGMA
 
 # Renyi orders for the RDP accountant: opacus' defaults (1.1 to 63) plus orders close to 1 (very small sigma) and up
 # to 4096 (very large sigma), so that the optimal order lies inside the range for every sigma the book uses.
@@ -88,18 +104,18 @@ def epsilon(noise_multiplier: float, steps: int = 1, delta: float = 1e-5, sample
     """Epsilon from an opacus accountant (``"rdp"``: Mironov 2017; ``"prv"``: Gopi et al. 2021).
 
     Raises ``ValueError`` when ``accountant="prv"`` is asked outside its numerical range
-    (``sigma / sqrt(steps) < PRV_MIN_EFFECTIVE_SIGMA``).
+    (``1 / mu < PRV_MIN_EFFECTIVE_SIGMA``, :func:`effective_mu`).
     """
     _check_accounting(noise_multiplier, steps, delta)
     validation.number("sample_rate", sample_rate, above=0.0, at_most=1.0, what="Poisson sampling rate q")
     if accountant == "rdp":
         acc = RDPAccountant()
     elif accountant == "prv":
-        if noise_multiplier / np.sqrt(steps) < PRV_MIN_EFFECTIVE_SIGMA:
+        if not prv_in_range(noise_multiplier, steps, sample_rate):
             raise ValueError(
-                f"the PRV accountant is out of its numerical range for sigma/sqrt(steps) = "
-                f"{noise_multiplier / np.sqrt(steps):.3g} < {PRV_MIN_EFFECTIVE_SIGMA}"
-            )
+                f"the PRV accountant is out of its numerical range for 1/mu = "
+                f"{1 / effective_mu(noise_multiplier, steps, sample_rate):.3g} < {PRV_MIN_EFFECTIVE_SIGMA} "
+                "(mu: the composition's GDP parameter, see compendium.dp.effective_mu); the RDP epsilon holds")
         acc = PRVAccountant()
     else:
         raise ValueError(f"accountant={accountant!r}; allowed: 'rdp', 'prv'")
@@ -125,7 +141,7 @@ def epsilon_report(sigmas, steps: int = 1, delta: float = 1e-5) -> list[dict]:
     rows = []
     for s in sigmas:
         prv = None
-        if s / np.sqrt(steps) >= PRV_MIN_EFFECTIVE_SIGMA:
+        if prv_in_range(s, steps):
             prv = epsilon(s, steps, delta, accountant="prv")
         rows.append({"sigma": float(s), "steps": steps, "delta": delta, "eps_exact": epsilon_exact(s, steps, delta),
                      "eps_rdp": epsilon(s, steps, delta, accountant="rdp"), "eps_prv": prv})

@@ -7,10 +7,12 @@ accountants, and the exact one when q = 1) and every applicable reconstruction b
 naming the chapter and equation it comes from.  ``python -m compendium risk`` prints it (``--json`` for machines).
 
 Conventions.  The adversary has no data prior and links all T releases of the target (averaging them:
-sigma^2 -> sigma^2 / T).  With q < 1 the target is in only about qT of the T steps, so the reconstruction bounds
-are conservative there; epsilon does account for the subsampling, and so does the prior-aware worst case
-``worst_case_success_subsampled`` (exact, from the trade-off function of the subsampled mechanism:
-:mod:`compendium.bounds.rero`).  Without the smallest data norm m the
+sigma^2 -> sigma^2 / T).  With q < 1 the target is in only B ~ Binomial(T, q) of the T steps (about qT), and the
+rows that describe the training come first: epsilon, the prior-aware worst case ``worst_case_success_subsampled``
+(exact, from the trade-off function of the subsampled mechanism: :mod:`compendium.bounds.rero`) and the ``*_subsampled``
+MSE rows, which average the full-batch bound with B in place of T over B (sound for an adversary who even knows which
+steps held the target; B = 0 counted as a success).  The full-batch rows follow, labelled "if the target were in every
+step".  Without the smallest data norm m the
 probabilities are the data-independent ones of Ziller et al. (2024) (noise C sigma per coordinate: the
 linear-layer attack on unclipped data).  With m they are those of "From Mean to Extreme" (the optimal attack
 rescales the clipped gradient, so the noise is sigma ||X|| >= sigma m per coordinate); when m < C this attack is
@@ -24,7 +26,7 @@ per-input guarantee that is not differential privacy.  ``python -m compendium di
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 from scipy import stats
@@ -102,6 +104,8 @@ def assess(query: RiskQuery) -> dict:
     except ValueError as err:
         out["epsilon_prv"], out["epsilon_prv_note"] = None, str(err)
     out["epsilon_exact"] = dp.epsilon_exact(sigma, T, q.delta) if q.sample_rate == 1 else None
+    if q.sample_rate < 1:
+        out.update(_subsampled_rows(q))
 
     # Expected-value bounds.
     if m is None:
@@ -142,6 +146,51 @@ def assess(query: RiskQuery) -> dict:
                                                   else f"{MTE}, Theorem 2 / Prop. 3 inverted")
         out["minimal_noise_multiplier_epsilon_rdp"] = dp.epsilon(out["minimal_noise_multiplier"], T, q.delta,
                                                                  q.sample_rate, accountant="rdp")
+    if q.sample_rate < 1:  # the rows that describe the training that ran first, the full-batch ones labelled after
+        for key in [k for k in out if k.endswith("_source") and _is_full_batch(k)]:
+            out[key] = f"{IF_EVERY_STEP}: {out[key]}"
+        out = {k: out[k] for k in sorted(out, key=lambda k: (not k.startswith("input_"), _is_full_batch(k)))}
+    return out
+
+
+def _is_full_batch(key: str) -> bool:
+    return key.removesuffix("_source") in FULL_BATCH_KEYS
+
+
+#: The rows of :func:`assess` that assume the target in every one of the T steps (full batch).
+FULL_BATCH_KEYS = ("expected_mse_lower_bound", "psnr_upper_bound_db", "psnr_upper_bound_corrected_db",
+                   "ncc_upper_bound", "ncc_upper_bound_dimension_free", "ncc_exact_maximum_mean",
+                   "mse_success_probability", "psnr_success_probability", "worst_case_success", "glrt_success",
+                   "minimal_noise_multiplier", "minimal_noise_multiplier_epsilon_rdp")
+IF_EVERY_STEP = "if the target were in every step (q = 1)"
+
+
+def _batches_holding_target(q: RiskQuery) -> tuple[np.ndarray, np.ndarray]:
+    """The numbers ``b >= 1`` of batches that may hold the target (binomial mass above 1e-16) and their
+    probabilities under ``B ~ Binomial(T, q)``."""
+    b = np.arange(1, q.steps + 1)
+    weight = stats.binom.pmf(b, q.steps, q.sample_rate)
+    keep = weight > 1e-16
+    return b[keep], weight[keep]
+
+
+def _subsampled_rows(q: RiskQuery) -> dict:
+    """The expected-MSE and P(MSE <= eta) rows under Poisson subsampling: the full-batch bound with B steps in place
+    of T, averaged over ``B ~ Binomial(T, q)`` (``E[MSE] >= sum_b P(B = b) s^2 / b``, dropping B = 0;
+    ``P(MSE <= eta) <= P(B = 0) + sum_b P(B = b) gamma(eta; T = b)``)."""
+    b, weight = _batches_holding_target(q)
+    scale = q.clip if q.min_norm is None else q.min_norm
+    source = (f"{ZILLER if q.min_norm is None else MTE}, the full-batch bound with B ~ Binomial(T, q) steps in "
+              "place of T, averaged over B (an adversary who knows which steps held the target)")
+    out = {"expected_mse_lower_bound_subsampled": float(weight @ ((scale * q.noise_multiplier) ** 2 / b)),
+           "expected_mse_lower_bound_subsampled_source": source + "; B = 0 counted as MSE 0"}
+    for key, eta in (("mse", q.eta_mse),
+                     ("psnr", None if q.eta_psnr is None else q.data_range**2 * 10 ** (-q.eta_psnr / 10))):
+        if eta is not None:
+            gamma = np.array([_mse_probability(eta, replace(q, steps=int(steps))) for steps in b])
+            out[f"{key}_success_probability_subsampled"] = float(
+                min(1.0, (1 - q.sample_rate) ** q.steps + weight @ gamma))
+            out[f"{key}_success_probability_subsampled_source"] = source + "; B = 0 counted as a success"
     return out
 
 
@@ -180,6 +229,53 @@ def _prior_aware_rows(q: RiskQuery) -> dict:
     out["glrt_success_source"] = ("GLRT adversary against the d-dimensional Gaussian mechanism (Kaissis et al. "
                                   f"2023; {MTE}'s code), full batch, T releases averaged")
     return out
+
+
+def worst_case_curve(query: RiskQuery, kappas=None) -> dict:
+    """The prior-aware worst case against the prior's own success kappa for ``query``'s training: ``kappa`` (by
+    default 60 points from 1e-4 to 0.9, log-spaced, with ``query.kappa``), ``full_batch`` (Ziller et al. 2024,
+    Table 1: ``Phi(Phi^{-1}(kappa) + sqrt(T) / sigma)``, the target in every step) and, when q < 1, ``estimate`` and
+    ``certified`` of the subsampled bound (:func:`compendium.bounds.rero.rero_bound_subsampled`: one privacy-loss
+    composition for the whole curve)."""
+    if kappas is None:
+        kappas = np.geomspace(1e-4, 0.9, 60)
+        kappas = np.unique(np.append(kappas, [] if query.kappa is None else [query.kappa]))
+    k = np.sort(validation.grid("kappas", [float(v) for v in np.ravel(kappas)], what="prior successes in (0, 1)"))
+    for value in k:
+        validation.probability("kappas", value)
+    out = {"kappa": k, "full_batch": np.asarray(zb.worst_case_success(query.noise_multiplier, kappa=k,
+                                                                         T=query.steps), float)}
+    if query.sample_rate < 1:
+        out["estimate"], out["certified"] = rero.rero_bound_subsampled(
+            k, noise_multiplier=query.noise_multiplier, sample_rate=query.sample_rate, steps=query.steps)
+    return out
+
+
+def plot_worst_case(query: RiskQuery, kappas=None):
+    """A matplotlib figure of :func:`worst_case_curve` on log-log axes: the certified worst case of the training
+    (q < 1), the full-batch curve (dashed: "if the target were in every step"), and the prior alone (the diagonal
+    ``gamma = kappa``), with ``query.kappa`` marked.  The caller saves it (``python -m compendium risk --plot``)."""
+    import matplotlib.pyplot as plt  # matplotlib only for the figure: the calculator's command line starts without
+
+    from compendium import plotting
+
+    curve = worst_case_curve(query, kappas)
+    plotting.set_style()
+    fig, ax = plt.subplots(figsize=(plotting.WIDTH, plotting.WIDTH * 0.62))
+    k = curve["kappa"]
+    ax.plot(k, k, color="grey", lw=1, label="prior alone (γ = κ)")
+    if "certified" in curve:
+        ax.plot(k, curve["certified"], color=plotting.EXACT,
+                label=f"your training (q = {query.sample_rate:g}, certified)")
+    ax.plot(k, curve["full_batch"], color=plotting.BOUND, ls="--", label="if the target were in every step")
+    if query.kappa is not None:
+        at = curve["certified" if "certified" in curve else "full_batch"][np.searchsorted(k, query.kappa)]
+        ax.plot([query.kappa], [at], "o", color=plotting.EXACT, label=f"κ = {query.kappa:g}: γ ≤ {at:.3g}")
+    ax.set(xscale="log", yscale="log", xlabel="prior success κ (probability)",
+           ylabel="worst-case success γ (probability)", ylim=(k[0] * 0.8, 1.1),
+           title=f"σ = {query.noise_multiplier:g}, T = {query.steps}: ReRo bound (Hayes et al. 2023)")
+    ax.legend(loc="lower right")
+    return fig
 
 
 def _mse_probability(eta: float, q: RiskQuery) -> float:
@@ -300,13 +396,30 @@ def report_rows(result: dict) -> list[tuple[str, object, str | None]]:
 
 
 def format_report(result: dict) -> str:
-    """A human-readable report of :func:`assess`'s or :func:`assess_dithering`'s result: one line per number (an
-    infinite bound prints as ``inf``), with its source; the echoed inputs are left out."""
-    lines = []
+    """A human-readable report of :func:`assess`'s or :func:`assess_dithering`'s result: the inputs (delta among
+    them) on the first line, then one line per number (an infinite bound prints as ``inf``) with its source; under
+    subsampling (q < 1) the rows of the training that ran under one heading, the full-batch rows under another."""
+    inputs = ", ".join(f"{key.removeprefix('input_')}={value:g}" if isinstance(value, float)
+                       else f"{key.removeprefix('input_')}={value}"
+                       for key, value in result.items() if key.startswith("input_") and value is not None)
+    lines = [f"inputs: {inputs}"]
+    q, steps = result.get("input_sample_rate", 1.0), result.get("input_steps")
+    if q < 1:
+        lines.append(f"-- your training: the target is in each step with probability q = {q:g}, in about "
+                     f"{q * steps:.3g} of the {steps} steps --")
+    heading_done = False
     for key, value, source in report_rows(result):
+        if q < 1 and _is_full_batch(key) and not heading_done:
+            lines.append(f"-- {IF_EVERY_STEP}: not the training that ran --")
+            heading_done = True
         shown = f"{value:.6g}" if isinstance(value, float) else str(value)
         lines.append(f"{key:38s} {shown:>14s}" + (f"   [{source}]" if source else ""))
     return "\n".join(lines)
+
+
+#: The exact bound's discretisation in :func:`edgeworth_comparison`: ten times finer than the calculator's default,
+#: so that the table tells an approximation error of a tenth of a per cent from the exact bound's own error.
+EDGEWORTH_EPS_ERROR = 1e-3
 
 
 def edgeworth_comparison(*, sigmas, sample_rates, steps, kappas=(0.001, 0.01, 0.1)):
@@ -321,7 +434,8 @@ def edgeworth_comparison(*, sigmas, sample_rates, steps, kappas=(0.001, 0.01, 0.
     for sigma in sigmas:
         for q in sample_rates:
             for T in steps:
-                curve = rero.subsampled_gaussian_tradeoff(noise_multiplier=sigma, sample_rate=q, steps=T)
+                curve = rero.subsampled_gaussian_tradeoff(noise_multiplier=sigma, sample_rate=q, steps=T,
+                                                          eps_error=EDGEWORTH_EPS_ERROR)
                 k = np.asarray(kappas, float)
                 estimate, certified = 1 - curve.estimate(k), 1 - curve.certified(k)
                 approx = rero.rero_bound_edgeworth(k, noise_multiplier=sigma, sample_rate=q, steps=T)

@@ -169,3 +169,12 @@ def test_make_dp_sgd_generator_reproducible():
 
     assert torch.equal(run(0), run(0))
     assert not torch.equal(run(0), run(1))
+
+
+def test_prv_epsilon_at_a_common_subsampled_setting():
+    """q = 0.004, T = 2000, sigma = 1.1: sigma / sqrt(T) = 0.025, yet the subsampled composition is far from the
+    accountant's limit (1 / mu = 4.9); its epsilon is below RDP's and close to it."""
+    assert dp.prv_in_range(1.1, 2000, 0.004) and not dp.prv_in_range(1.1, 2000)
+    prv = dp.epsilon(1.1, 2000, 1e-5, 0.004, accountant="prv")
+    rdp = dp.epsilon(1.1, 2000, 1e-5, 0.004, accountant="rdp")
+    assert 0.6 * rdp < prv < rdp

@@ -331,6 +331,49 @@ def test_cli_dithering_bad_input_exits_2_with_a_message_and_no_traceback(args, m
 def test_edgeworth_comparison_tabulates_both_values():
     table = risk.edgeworth_comparison(sigmas=(1.0,), sample_rates=(0.1,), steps=(40,), kappas=(0.01, 0.1))
     assert list(table.kappa) == [0.01, 0.1] and (table["numerical error"] >= 0).all()
-    exact = rero.rero_bound_subsampled(np.array([0.01, 0.1]), noise_multiplier=1.0, sample_rate=0.1, steps=40)[0]
+    exact = rero.rero_bound_subsampled(np.array([0.01, 0.1]), noise_multiplier=1.0, sample_rate=0.1, steps=40,
+                                       eps_error=risk.EDGEWORTH_EPS_ERROR)[0]
     assert np.allclose(table.exact, exact, rtol=1e-12)
     assert np.allclose(table["relative error"], table["Edgeworth (authors' code)"] / table.exact - 1)
+
+
+def test_subsampled_training_leads_and_full_batch_rows_are_labelled():
+    """q < 1: the rows of the training that ran come first (epsilon, the subsampled worst case, the subsampled MSE
+    rows); the full-batch rows follow, each labelled "if the target were in every step"; the inputs, delta among
+    them, head the text and the JSON."""
+    q = risk.RiskQuery(noise_multiplier=1.1, clip=1.0, dim=784, steps=200, sample_rate=0.04, kappa=0.01,
+                       eta_mse=0.01)
+    out = risk.assess(q)
+    keys = [k for k in out if not k.endswith("_source")]
+    assert keys[0].startswith("input_") and "input_delta" in keys
+    first_full = min(keys.index(k) for k in risk.FULL_BATCH_KEYS if k in keys)
+    for key in ("epsilon_prv", "worst_case_success_subsampled", "mse_success_probability_subsampled",
+                "expected_mse_lower_bound_subsampled"):
+        assert keys.index(key) < first_full, key
+    assert all(out[f"{k}_source"].startswith(risk.IF_EVERY_STEP) for k in risk.FULL_BATCH_KEYS
+               if f"{k}_source" in out)
+    # the subsampled MSE rows lie between the no-release floor and the full-batch values
+    assert (1 - 0.04) ** 200 <= out["mse_success_probability_subsampled"] <= out["mse_success_probability"]
+    assert out["expected_mse_lower_bound_subsampled"] >= out["expected_mse_lower_bound"]
+    text = risk.format_report(out).splitlines()
+    assert text[0].startswith("inputs: ") and "delta=1e-05" in text[0] and "sample_rate=0.04" in text[0]
+    assert "about 8 of the 200 steps" in text[1]
+    assert text.index(f"-- {risk.IF_EVERY_STEP}: not the training that ran --") > 2
+
+
+def test_worst_case_curve_and_plot(tmp_path, capsys):
+    q = risk.RiskQuery(noise_multiplier=1.1, clip=1.0, dim=784, steps=200, sample_rate=0.04, kappa=0.01)
+    curve = risk.worst_case_curve(q)
+    assert 0.01 in curve["kappa"] and np.all(np.diff(curve["kappa"]) > 0)
+    assert np.all(curve["kappa"] <= curve["estimate"] + 1e-9) and np.all(curve["estimate"] <= curve["certified"])
+    assert np.all(curve["certified"] <= curve["full_batch"] + 1e-9)
+    path = tmp_path / "risk.png"
+    args = ["risk", "--noise-multiplier", "1.1", "--clip", "1", "--dim", "784", "--steps", "200",
+            "--sample-rate", "0.04", "--kappa", "0.01", "--json", "--plot", str(path)]
+    assert cli.main(args) == 0 and path.stat().st_size > 10_000
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["input_kappa"] == 0.01 and "plot written" in captured.err
+    with pytest.raises(ValueError, match="kappas"):
+        risk.worst_case_curve(q, kappas=[0.1, 1.5])
+    code = cli.main(args[:-1] + [str(tmp_path / "missing" / "risk.png")])
+    assert code == 2 and "does not exist" in capsys.readouterr().err

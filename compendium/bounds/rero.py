@@ -17,16 +17,26 @@ Mean to Extreme use it with the Gaussian trade-off of full-batch DP-SGD,
   Neyman-Pearson curve of the discretised privacy loss (the estimate) and a certified lower envelope from the
   privacy profile with opacus' error guarantee (``delta_true(eps) <= delta_disc(eps - eps_error) + delta_error``),
   converted by ``f(alpha) = sup_eps max(0, 1 - delta(eps) - e^eps alpha, e^-eps (1 - delta(eps) - alpha))``;
-* :func:`rero_bound_subsampled`: ``1 - f(kappa)`` from it, estimate and certified upper bound;
+* :func:`rero_bound_subsampled`: ``1 - f(kappa)`` from it, estimate and certified upper bound; where the bound
+  saturates (a simple test already succeeds with probability ``1 - 1e-9``) it answers from that test's exact power
+  (:func:`sum_test_power`) in milliseconds;
 * :func:`rero_bound_edgeworth`: the approximation of From Mean to Extreme's code (``rero_bound_sgm``): the
   Edgeworth expansion of the composed privacy loss (Zheng et al. 2020), which needs ``T >= 30``;
 * :func:`rero_bound_glrt`: the generalised likelihood-ratio test against a d-dimensional Gaussian mechanism
   (Kaissis et al. 2023; the authors' ``rero_bound_glrt_without_subsampling``);
 * :func:`minimal_noise_multiplier_subsampled`: the smallest ``sigma`` keeping the certified bound below a target.
 
-The privacy loss is that of the "remove" pair ``P = N(0, sigma^2)``, ``Q = (1 - q) N(0, sigma^2) + q N(1, sigma^2)``
-(sensitivity 1), the pair opacus' accountants use; the trade-off function is symmetrised (``min(f, f^{-1})``), so the
-bound holds for adding and for removing the target.
+The privacy loss is that of the pair ``P = N(0, sigma^2)`` (the target absent), ``Q = (1 - q) N(0, sigma^2) +
+q N(1, sigma^2)`` (present; sensitivity 1), the pair opacus' accountants use.  ``f = T(P, Q)`` is the trade-off of
+*adding* the target (the test's null hypothesis: absent), ``f^{-1} = T(Q, P)`` that of *removing* it.  By default
+(``adjacency="add_or_remove"``, what the calculator and its chapter state) the bound takes ``min(f, f^{-1})``, so it
+holds for adding and for removing the target; ``adjacency="add"`` or ``"remove"`` takes one direction.  riskcal
+(Kulynych et al.) symmetrises too (Dong et al. 2022, Def. F.1, the convex hull of the same minimum); on the grid of
+``benchmarks/riskcal_compare.py`` both pick the same direction (f at small q, f^{-1} at q = 0.2, T = 300).
+
+Why not Google's ``dp_accounting`` (riskcal's engine): every release of it pins ``attrs < 24`` (0.4.x also
+``numpy ~= 1.21``), which cannot be installed beside the tested set (``attrs`` 26, ``numpy`` 2); opacus' PRV
+discretisation, already a dependency, is used instead.
 """
 from __future__ import annotations
 
@@ -35,14 +45,14 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import integrate, optimize, stats
+from scipy import integrate, optimize, special, stats
 from scipy.fft import next_fast_len
 
 from compendium import checks, validation
 
-__all__ = ["SubsampledGaussianTradeoff", "gaussian_tradeoff", "rero_bound", "subsampled_gaussian_tradeoff",
-           "rero_bound_subsampled", "likelihood_ratio_power", "rero_bound_edgeworth",
-           "rero_bound_glrt", "minimal_noise_multiplier_subsampled"]
+__all__ = ["ADJACENCIES", "SubsampledGaussianTradeoff", "gaussian_tradeoff", "rero_bound",
+           "subsampled_gaussian_tradeoff", "sum_test_power", "rero_bound_subsampled", "likelihood_ratio_power",
+           "rero_bound_edgeworth", "rero_bound_glrt", "minimal_noise_multiplier_subsampled"]
 
 
 def gaussian_tradeoff(alpha, *, mu):
@@ -62,6 +72,14 @@ def rero_bound(tradeoff, kappa):
 # ---------------------------------------------------------------------------------------------------------------
 # the exact trade-off function of the Poisson-subsampled Gaussian mechanism
 # ---------------------------------------------------------------------------------------------------------------
+#: The directions of neighbouring datasets a bound can hold for: ``"add"`` (``f = T(P, Q)``, the null hypothesis
+#: "the target is absent"), ``"remove"`` (``f^{-1} = T(Q, P)``) and both (``min(f, f^{-1})``, the default).
+ADJACENCIES = ("add_or_remove", "add", "remove")
+
+#: :func:`rero_bound_subsampled` answers from :func:`sum_test_power` when that test's success is within this of 1.
+SATURATION_GAP = 1e-9
+
+
 @dataclass(frozen=True)
 class SubsampledGaussianTradeoff:
     """The trade-off function of T compositions of the Poisson-subsampled Gaussian mechanism.
@@ -69,8 +87,8 @@ class SubsampledGaussianTradeoff:
     ``alpha``, ``beta``: the Neyman-Pearson curve of the discretised privacy loss L = log(Q/P) (thresholds on the
     grid ``loss``; between them the randomised tests interpolate linearly); ``eps``, ``delta``: the privacy profile of
     the discretised loss on the same grid; ``eps_error``, ``delta_error``: opacus' discretisation guarantee.
-    Call :meth:`estimate` for ``min(f, f^{-1})`` of the discretised loss and :meth:`certified` for the lower
-    envelope that holds for the exact mechanism."""
+    Call :meth:`estimate` for ``min(f, f^{-1})`` (or one direction, see :data:`ADJACENCIES`) of the discretised
+    loss and :meth:`certified` for the lower envelope that holds for the exact mechanism."""
 
     noise_multiplier: float
     sample_rate: float
@@ -83,16 +101,19 @@ class SubsampledGaussianTradeoff:
     eps_error: float
     delta_error: float
 
-    def estimate(self, alpha):
-        """``min(f(alpha), f^{-1}(alpha))`` of the discretised privacy loss (vectorised over ``alpha``)."""
+    def estimate(self, alpha, adjacency: str = "add_or_remove"):
+        """``min(f(alpha), f^{-1}(alpha))`` of the discretised privacy loss (vectorised over ``alpha``); ``f`` alone
+        for ``adjacency="add"``, ``f^{-1}`` for ``"remove"``."""
+        adjacency = validation.choice("adjacency", adjacency, ADJACENCIES)
         a = np.asarray(alpha, float)
         # alpha decreases and beta increases along the threshold grid; np.interp needs increasing abscissae
         f = np.interp(a, self.alpha[::-1], self.beta[::-1])
         f_inverse = np.interp(a, self.beta, self.alpha)
-        return np.minimum(f, f_inverse)
+        return {"add": f, "remove": f_inverse, "add_or_remove": np.minimum(f, f_inverse)}[adjacency]
 
     def certified(self, alpha):
-        """A trade-off function below the exact mechanism's: the conversion of the privacy profile
+        """A trade-off function below the exact mechanism's in both directions (below ``min(f, f^{-1})``, so it
+        certifies every ``adjacency``): the conversion of the privacy profile
         ``delta(eps) <= delta_disc(eps - eps_error) + delta_error`` (eps >= 0) into
         ``sup_eps max(0, 1 - delta(eps) - e^eps alpha, e^-eps (1 - delta(eps) - alpha))``."""
         a = np.atleast_1d(np.asarray(alpha, float))
@@ -109,15 +130,14 @@ class SubsampledGaussianTradeoff:
 
 
 def subsampled_gaussian_tradeoff(*, noise_multiplier: float, sample_rate: float, steps: int,
-                                 eps_error: float = 1e-3, delta_error: float = 1e-10) -> SubsampledGaussianTradeoff:
+                                 eps_error: float = 1e-2, delta_error: float = 1e-10) -> SubsampledGaussianTradeoff:
     """The trade-off function of ``steps`` compositions of the Poisson-subsampled Gaussian mechanism, from its
     privacy-loss distribution (opacus' PRV discretisation and FFT composition; Gopi et al. 2021).
 
     The grid's mesh follows opacus' rule from ``eps_error`` and ``delta_error`` (smaller errors: a finer grid, more
-    memory and time; the defaults take well under a second for T = 1000)."""
+    memory and time, linear in ``1 / eps_error``; the defaults take a fraction of a second for T = 1000)."""
     from opacus.accountants.analysis.prv import (Domain, PoissonSubsampledGaussianPRV,
-                                                 TruncatedPrivacyRandomVariable, compose_heterogeneous,
-                                                 compute_safe_domain_size, discretize)
+                                                 TruncatedPrivacyRandomVariable, compose_heterogeneous, discretize)
 
     sigma = validation.positive("noise_multiplier", noise_multiplier)
     q = validation.number("sample_rate", sample_rate, above=0.0, at_most=1.0, what="Poisson sampling rate q")
@@ -128,7 +148,7 @@ def subsampled_gaussian_tradeoff(*, noise_multiplier: float, sample_rate: float,
     prv = PoissonSubsampledGaussianPRV(q, sigma)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # log(1 - q) = -inf at q = 1, and the RDP accountant's optimal-order notes
-        L = compute_safe_domain_size([prv], [T], eps_error=eps_error, delta_error=delta_error)
+        L = _safe_domain_size(sigma, q, T, eps_error=eps_error, delta_error=delta_error)
         mesh = eps_error / np.sqrt(T * np.log(12 / delta_error) / 2)  # opacus' PRVAccountant._get_domain
         domain = Domain.create_aligned(-L, L, mesh)
         # Widen the grid to the next length the FFT handles fast (an awkward length with a large prime factor
@@ -149,15 +169,96 @@ def subsampled_gaussian_tradeoff(*, noise_multiplier: float, sample_rate: float,
     return SubsampledGaussianTradeoff(sigma, q, T, t, alpha, beta, t, delta, eps_error, delta_error)
 
 
-def rero_bound_subsampled(kappa, *, noise_multiplier: float, sample_rate: float, steps: int,
-                          eps_error: float = 1e-3, delta_error: float = 1e-10) -> tuple[np.ndarray, np.ndarray]:
-    """``(estimate, certified)`` ReRo bounds ``1 - f(kappa)`` of DP-SGD with Poisson sampling rate ``q``, noise
-    multiplier ``sigma`` and ``T`` steps (see :func:`subsampled_gaussian_tradeoff`).  ``certified - estimate`` is the
-    numerical error the discretisation may have; the exact value lies below ``certified``."""
+#: Integer Renyi orders for :func:`_safe_domain_size`.
+_INTEGER_ORDERS = np.concatenate([np.arange(2, 64), [80, 96, 128, 160, 192, 256]])
+#: Orders below 2, from opacus' series, tried only where the best integer order is 2.
+_FRACTIONAL_ORDERS = np.linspace(1.1, 1.9, 9)
+
+
+def _safe_domain_size(sigma: float, q: float, T: int, *, eps_error: float, delta_error: float) -> float:
+    """opacus' ``compute_safe_domain_size`` (Gopi et al. 2021, Remark 5.6): ``[-L, L]`` holds the composed privacy
+    loss but for ``delta_error``, ``L`` from RDP tail bounds.  Here the RDP of the subsampled Gaussian is taken at
+    integer orders only, in closed form and vectorised (Mironov et al. 2019, Sec. 3.3:
+    ``A_a = sum_k C(a, k) q^k (1 - q)^(a - k) e^{(k^2 - k) / (2 sigma^2)}``, RDP ``log(A_a) / (a - 1)`` per step), and
+    converted as opacus does, ``eps = T RDP - (log(delta) + log(a)) / (a - 1) + log((a - 1) / a)`` (Balle et al.
+    2020, Thm. 21): each order gives a valid tail
+    bound, so this ``L`` is safe.  opacus' series for fractional orders (pure Python, over half a small query's
+    time) is summed only for orders between 1 and 2, where the best integer order is 2 (large q)."""
+    a = _INTEGER_ORDERS[:, None].astype(float)
+    k = np.arange(_INTEGER_ORDERS.max() + 1.0)[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_terms = (special.gammaln(a + 1) - special.gammaln(k + 1) - special.gammaln(a - k + 1)
+                     + np.where(k > 0, k * np.log(q), 0.0) + np.where(a - k > 0, (a - k) * np.log1p(-q), 0.0)
+                     + (k * k - k) / (2 * sigma**2))
+    orders = _INTEGER_ORDERS.astype(float)
+    rdp = special.logsumexp(np.where(k <= a, log_terms, -np.inf), axis=1) / (orders - 1)
+    if np.argmin(T * rdp - np.log(delta_error / 4) / (orders - 1)) == 0:  # the best order is below 2 (large q)
+        from opacus.accountants.analysis.rdp import compute_rdp
+
+        orders = np.concatenate([_FRACTIONAL_ORDERS, orders])
+        rdp = np.concatenate([compute_rdp(q=q, noise_multiplier=sigma, steps=1, orders=_FRACTIONAL_ORDERS), rdp])
+
+    def epsilon(steps: int, delta: float) -> float:
+        return float(np.min(steps * rdp - (np.log(delta) + np.log(orders)) / (orders - 1)
+                            + np.log((orders - 1) / orders)))
+
+    largest = max(epsilon(T, delta_error / 4), epsilon(1, delta_error / (8 * T)))
+    return max(largest, eps_error) + 3
+
+
+def sum_test_power(kappa, *, noise_multiplier: float, sample_rate: float, steps: int,
+                   adjacency: str = "add_or_remove"):
+    """The exact success, at type-I error ``kappa``, of the test on the sum ``S`` of the ``T`` releases: a lower
+    bound on ``1 - f(kappa)`` (the best test does at least as well), computed in milliseconds.
+
+    Absent, ``S ~ N(0, T sigma^2)``; present, ``S | B ~ N(B, T sigma^2)`` with ``B ~ Binomial(T, q)`` the number of
+    batches holding the target.  ``"add"`` (null: absent) rejects when ``S > c``, ``c = sqrt(T) sigma
+    Phi^{-1}(1 - kappa)``: power ``E_B[Phi((B - c) / (sqrt(T) sigma))]``; ``"remove"`` (null: present) rejects when
+    ``S < c`` with ``E_B[Phi((c - B) / (sqrt(T) sigma))] = kappa``: power ``Phi(c / (sqrt(T) sigma))``;
+    ``"add_or_remove"`` the larger.  At ``q = 1`` the ``"add"`` power is the GDP bound ``Phi(Phi^{-1}(kappa) +
+    sqrt(T) / sigma)`` itself."""
     k = validation.probability("kappa", kappa, closed=True)
-    curve = subsampled_gaussian_tradeoff(noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps,
-                                         eps_error=eps_error, delta_error=delta_error)
-    return 1.0 - curve.estimate(k), 1.0 - curve.certified(k)
+    sigma = validation.positive("noise_multiplier", noise_multiplier)
+    q = validation.number("sample_rate", sample_rate, above=0.0, at_most=1.0, what="Poisson sampling rate q")
+    T = validation.integer("steps", steps)
+    adjacency = validation.choice("adjacency", adjacency, ADJACENCIES)
+    scale = np.sqrt(T) * sigma
+    b = np.arange(T + 1.0)
+    weight = stats.binom.pmf(b, T, q)
+
+    def add(level: float) -> float:
+        return float(weight @ stats.norm.cdf((b - scale * stats.norm.isf(level)) / scale))
+
+    def remove(level: float) -> float:
+        if level in (0.0, 1.0):
+            return level
+        c = optimize.brentq(lambda c: weight @ stats.norm.cdf((c - b) / scale) - level, -40 * scale,
+                            T + 40 * scale, xtol=1e-12 * scale)
+        return float(stats.norm.cdf(c / scale))
+
+    tests = {"add": (add,), "remove": (remove,), "add_or_remove": (add, remove)}[adjacency]
+    power = [max(test(float(level)) for test in tests) for level in np.atleast_1d(k)]
+    return np.reshape(power, np.shape(k))
+
+
+def rero_bound_subsampled(kappa, *, noise_multiplier: float, sample_rate: float, steps: int,
+                          adjacency: str = "add_or_remove", eps_error: float = 1e-2,
+                          delta_error: float = 1e-10) -> tuple[np.ndarray, np.ndarray]:
+    """``(estimate, certified)`` ReRo bounds ``1 - f(kappa)`` of DP-SGD with Poisson sampling rate ``q``, noise
+    multiplier ``sigma`` and ``T`` steps (see :func:`subsampled_gaussian_tradeoff`; ``adjacency`` picks ``f``,
+    ``f^{-1}`` or, by default, both).  ``certified - estimate`` is the numerical error the discretisation may have
+    (about ``eps_error`` relative); the exact value lies below ``certified``.  Where :func:`sum_test_power` already
+    exceeds ``1 - SATURATION_GAP`` the exact value lies between it and 1: ``(that power, 1.0)`` is returned without
+    composing the privacy loss (the saturated regime, which would need the longest grids)."""
+    k = validation.probability("kappa", kappa, closed=True)
+    validation.positive("eps_error", eps_error)
+    validation.probability("delta_error", delta_error)
+    setting = dict(noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps)
+    lower = sum_test_power(k, **setting, adjacency=adjacency)
+    if np.all(lower >= 1 - SATURATION_GAP):
+        return lower, np.ones_like(lower)
+    curve = subsampled_gaussian_tradeoff(**setting, eps_error=eps_error, delta_error=delta_error)
+    return 1.0 - curve.estimate(k, adjacency), 1.0 - curve.certified(k)
 
 
 #: The most doublings or halvings of sigma :func:`minimal_noise_multiplier_subsampled` tries from its first guess.
@@ -165,7 +266,7 @@ MAX_BRACKET_STEPS = 10
 
 
 def minimal_noise_multiplier_subsampled(target, *, kappa: float, sample_rate: float, steps: int,
-                                        eps_error: float = 1e-3, delta_error: float = 1e-10,
+                                        eps_error: float = 1e-2, delta_error: float = 1e-10,
                                         rtol: float = 1e-3) -> float:
     """The smallest noise multiplier whose certified ReRo bound (:func:`rero_bound_subsampled`) is at most
     ``target``, by bracketing and Brent's method on ``log sigma`` (the bound falls as sigma grows), to relative
