@@ -348,9 +348,13 @@ def test_paper_scale_pipeline_on_small_files(tmp_path):
     with pytest.raises(FileNotFoundError, match="VGGtiny_classifier_EMNIST_50EP.pth"):
         chapter.feature_extractor(with_checkpoint("missing.pth"), pool)
     result = chapter.run_attack(cfg, pool, extractor, chapter.Attack(10), progress=False)
-    stored = list((tmp_path / "heads").iterdir())
+    stored = sorted((tmp_path / "heads").iterdir())
+    assert stored[0].name == "extractor-vggtiny-emnist52-epochs1-seed0.pt"  # VGGtiny's training, saved
+    stored = stored[1:]
     assert [p.name for p in stored] == ["mnist-N10-K40-std0.002-sigmaNone-seed0"]
     assert (stored[0] / "weights.npy").stat().st_size > 40 * 2570 * 4
+    # the reconstructor's training is saved beside its heads, and the second run below loads it
+    assert (stored[0] / "reconstructor-residual4-conditional-steps2-val4.pt").is_file()
     assert isinstance(result.reconstructor, chapter.models.ResidualReconstructor)
     assert result.h0.shape == result.h1.shape == (4, 10) and result.val_weights.shape == (4, 2570)
     again = chapter.run_attack(cfg, pool, extractor, chapter.Attack(10), progress=False)
@@ -702,3 +706,24 @@ def test_quoted_numbers_solve_the_exercises():
     eps = chapter.epsilons(recipe, numbers["tl_ex3_sigma"])["eps_prv"]
     assert eps == pytest.approx(chapter.PAPER_DEFENDED_EPSILON[("MNIST", 10)], abs=0.02)
     assert numbers["tl_ex3_readme_sigma_high"] < numbers["tl_ex3_sigma"] < numbers["tl_ex3_readme_sigma_low"]
+
+
+class _RunsCode:
+    """A pickled object that would run code when loaded."""
+
+    def __reduce__(self):
+        return (print, ("this ran while loading",))
+
+
+def test_vggtiny_checkpoint_loads_tensors_only(tmp_path):
+    """The authors' VGGtiny file is read with weights_only=True: a state dict loads, a pickle that would call a
+    function when loaded is refused before it runs."""
+    import pickle
+
+    from compendium.models.extractors import vggtiny_checkpoint
+
+    torch.save({"fc_top.weight": torch.ones(2, 3)}, tmp_path / "good.pth")
+    assert torch.equal(vggtiny_checkpoint(str(tmp_path / "good.pth"))["fc_top.weight"], torch.ones(2, 3))
+    torch.save({"fc_top.weight": torch.ones(2, 3), "payload": _RunsCode()}, tmp_path / "crafted.pth")
+    with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
+        vggtiny_checkpoint(str(tmp_path / "crafted.pth"))

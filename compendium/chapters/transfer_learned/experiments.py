@@ -93,7 +93,8 @@ def feature_extractor(cfg: Settings, pool: Pools, progress: bool = False) -> Ext
       penultimate layer is the ``F``-dimensional deep feature;
     * ``mnist``: the paper's VGGtiny trained on EMNIST letters (Adam, lr 1e-4, batches of 256, ``cfg.extractor_epochs``
       epochs; the authors' random-affine augmentation is left out), or loaded from the authors'
-      ``VGGtiny_classifier_EMNIST_50EP.pth`` given as ``cfg.extractor_checkpoint``; 256 features;
+      ``VGGtiny_classifier_EMNIST_50EP.pth`` given as ``cfg.extractor_checkpoint``; 256 features; with a
+      ``cfg.shadow_dir`` its training is checkpointed there (:func:`compendium.train.fit`) and resumed after a crash;
     * ``cifar10``: TorchVision's EfficientNet-B0, with the authors' CIFAR-100 fine-tuned weights when
       ``cfg.extractor_checkpoint`` is given (ImageNet weights otherwise), on the paper's 224x224 input; 1280 features.
     """
@@ -111,9 +112,12 @@ def feature_extractor(cfg: Settings, pool: Pools, progress: bool = False) -> Ext
                          whole_model=True)
     if cfg.dataset == "mnist":
         model = models.VGGTiny(num_classes=26, generator=seeded())
-        if cfg.extractor_checkpoint is None:
+        if cfg.extractor_checkpoint is None:  # saved as it trains beside the stored heads, resumed after a crash
+            saved = None if cfg.shadow_dir is None else in_repository(cfg.shadow_dir) / (
+                f"extractor-vggtiny-emnist{len(pool.pretrain[1])}-epochs{cfg.extractor_epochs}-seed{cfg.seed}.pt")
             train.train_classifier(model, pool.pretrain, cfg.extractor_epochs, lr=1e-4, optimizer="adam",
-                                   batch_size=256, generator=seeded(), device=cfg.device, progress=progress)
+                                   batch_size=256, generator=seeded(), device=cfg.device, progress=progress,
+                                   checkpoint=saved)
         else:
             model.load_authors_state_dict(vggtiny_checkpoint(cfg.extractor_checkpoint))
         model.to(device).eval().requires_grad_(False)
@@ -279,11 +283,15 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, spec: Attack, *
                                              size=train_x.shape[-1], generator=generator)
     else:
         model = models.MLPReconstructor(inputs, tuple(train_x.shape[1:]), width, generator=generator)
+    checkpoint = None if store is None else store / (  # the reconstructor's identity beside its heads'
+        f"reconstructor-{cfg.reconstructor}{width}-{'conditional' if conditional else 'unconditional'}"
+        f"-steps{steps}{'-curves' if spec.curves else ''}-val{val_count}.pt")
     start = time.perf_counter()
     history = attack.train_reconstructor(model, train_weights, train_sets[:, :1] if identity else train_sets, train_x,
                                          statistics=statistics, perceptual=perceptual, conditional=conditional,
                                          epochs=math.ceil(steps * 32 / shadow_train), generator=generator,
-                                         device=cfg.device, progress=progress, on_epoch=on_epoch)
+                                         device=cfg.device, progress=progress, on_epoch=on_epoch,
+                                         checkpoint=checkpoint)
     history["steps"] = [math.ceil(shadow_train / 32) * (epoch + 1) for epoch in range(len(history["loss"]))]
     seconds["reconstructor"] = time.perf_counter() - start
 
