@@ -96,8 +96,9 @@ def fit(model: nn.Module, loss_fn: LossFunction, data, *, epochs: int, optimizer
     the old checkpoint or the new one): the model's and the optimiser's state, the epoch's permutation and position
     in it, the generator's state, the torch CPU (and CUDA) random states, the epoch's running sums and the history.
     A call that finds the file resumes from it and returns exactly what an uninterrupted run returns, the same
-    weights bit for bit (a finished run is loaded, not repeated); a file written by a run of other settings (epochs,
-    batch size, optimiser, data size, parameter shapes) is refused.
+    weights bit for bit.  A finished run is loaded, not repeated; its file keeps no optimiser state, a third of the
+    size (Table 2's MNIST generator, 53 million parameters, checkpoints in 656 MB and finishes in 212 MB).  A file
+    written by a run of other settings (epochs, batch size, optimiser, data size, parameter shapes) is refused.
     """
     if fused and optimizer == "sgd":
         raise ValueError("fused=True; allowed only with optimizer 'adam' or 'adamw'")
@@ -199,8 +200,9 @@ def fit(model: nn.Module, loss_fn: LossFunction, data, *, epochs: int, optimizer
 def _save_checkpoint(path: Path, identity: dict, state: dict, history: dict, model: nn.Module, opt,
                      generator: torch.Generator) -> None:
     """:func:`fit`'s checkpoint: written to ``<path>.part``, then renamed over ``path`` (atomic)."""
+    finished = state["epoch"] == identity["epochs"]  # the optimiser's moments (twice the model) are not needed
     payload = {"identity": identity, "state": state, "history": history, "model": model.state_dict(),
-               "optimizer": opt.state_dict(), "generator": generator.get_state(),
+               "optimizer": None if finished else opt.state_dict(), "generator": generator.get_state(),
                "torch_cpu": torch.random.get_rng_state(),
                "torch_cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None}
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -218,7 +220,8 @@ def _load_checkpoint(path: Path, identity: dict, model: nn.Module, opt, generato
         raise ValueError(f"checkpoint {path} holds a run of other settings ({payload['identity']}; this run: "
                          f"{identity}); remove it or choose another path")
     model.load_state_dict(payload["model"])
-    opt.load_state_dict(payload["optimizer"])
+    if payload["optimizer"] is not None:
+        opt.load_state_dict(payload["optimizer"])
     generator.set_state(payload["generator"])
     torch.random.set_rng_state(payload["torch_cpu"])
     if payload["torch_cuda"] is not None and torch.cuda.is_available():
