@@ -9,13 +9,14 @@ import math
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 from tqdm import tqdm
 
-from compendium import data, metrics, models, train, validation
+from compendium import data, metrics, models, standin, train, validation
 from compendium.attacks import shadow_reconstructor as attack
 from compendium.attacks.transfer_heads import (
     NUM_CLASSES,
@@ -415,10 +416,10 @@ def variant_sweep(cfg: Settings, pool: Pools, extractor: Extractor, progress: bo
     drawn out of distribution (:data:`OOD`, :func:`out_of_distribution_pool`), all with ``cfg.variant_shadow_train``
     training heads and ``cfg.variant_reconstructor_steps`` reconstructor steps (fewer than the main run's at ``book``
     scale: the rows compare with each other, not with Table 1); one row per change with the heads' gradient steps,
-    the rates (with the binomial standard errors of TPR* and of the TPR at FPR = 0.01), the heads' test accuracy, and
-    the paper's TPR and FPR at ``tau_NN`` where it gives them (Table 1 for Table 3's recipe, :data:`PAPER_VARIANTS`;
-    for the epochs and mini-batches the paper reports "no significant changes").  Without changes (``ci``) nothing
-    runs and the table is empty."""
+    the rates (with the binomial standard errors of TPR*, FPR* and of the TPR at FPR = 0.01), the heads' test
+    accuracy, and the paper's TPR and FPR at ``tau_NN`` where it gives them (Table 1 for Table 3's recipe,
+    :data:`PAPER_VARIANTS`; for the epochs and mini-batches the paper reports "no significant changes").  Without
+    changes (``ci``) nothing runs and the table is empty."""
     experiment = PAPER_ROW[cfg.dataset]
     changes = [*cfg.training_variants, *([OOD] if cfg.ood else [])]
     changes = [None, *changes] if changes else []
@@ -432,7 +433,8 @@ def variant_sweep(cfg: Settings, pool: Pools, extractor: Extractor, progress: bo
             experiment, (np.nan, np.nan))
         rows.append({"change": "none (Table 3's full-batch SGD)" if change is None else change,
                      "gradient steps": HeadRecipe.of(cfg.dataset, 10, variant=variant).steps, **_rates_row(result),
-                     "TPR* SE": result.summary()["TPR* SE"], "paper TPR*": paper[0], "paper FPR*": paper[1]})
+                     "TPR* SE": result.summary()["TPR* SE"], "FPR* SE": result.summary()["FPR* SE"],
+                     "paper TPR*": paper[0], "paper FPR*": paper[1]})
     return pd.DataFrame(rows)
 
 
@@ -446,3 +448,24 @@ def out_of_distribution_pool(cfg: Settings, pool: Pools) -> tuple[torch.Tensor, 
         images = torch.rot90(images, 1, dims=(-2, -1)).contiguous()
     labels = torch.randperm(len(images), generator=torch.Generator().manual_seed(cfg.seed + 2)) % NUM_CLASSES
     return images, labels
+
+
+def paper_shape(folder) -> dict:
+    """The paper-shape run (:func:`compendium.book.execute_paper_shape`): writes stand-in EMNIST letters and MNIST
+    (:mod:`compendium.standin`, 28×28 IDX files, read and padded to 32×32 as the paper's) into ``folder`` and returns
+    the notebook's parameters: ``scale="paper"`` with the paper's MNIST pipeline (VGGtiny trained on the letters, its
+    256 features, Table 3's heads written to a shadow-head store, Table 2's generator at 32×32, disjoint validation
+    sets, every sweep) and its counts cut to seconds.  The CelebA experiment runs on MNIST's classes
+    (``identity_dataset="mnist"``): CelebA's needs WideResNet-50-2's pre-trained weights and LPIPS' VGG, which come
+    from hubs, so this run substitutes them by the setting the chapter documents."""
+    folder = Path(folder)
+    standin.emnist_letters(folder / "emnist", train=52, test=26)
+    standin.mnist(folder / "mnist", train=200, test=100)
+    # lists, not tuples: papermill writes a tuple parameter as its string (the settings take lists as tuples)
+    counts = dict(shadow_train=40, shadow_val=10, reconstructor_steps=2, unconditional_steps=2, hidden=4,
+                  extractor_epochs=1, shadow_counts=[20], init_stds=[0.02], variant_shadow_train=20,
+                  variant_reconstructor_steps=1, identity_shadow_train=20, identity_steps=1, identity_max_attempts=2,
+                  identity_hidden=4, dp_noise_multipliers=[1.82], dp_shadow_train=20, dp_reconstructor_steps=1,
+                  readme_entries=1)
+    return {"scale": "paper", "dataset": "mnist", "identity_dataset": "mnist",
+            "overrides": {"data_dir": str(folder), "shadow_dir": str(folder / "shadow-heads"), **counts}}

@@ -394,3 +394,18 @@ def table2_dims() -> dict[str, int]:
     widths (:data:`PAPER_EXTRACTOR_FEATURES`, :meth:`HeadRecipe.dim`)."""
     return {experiment: HeadRecipe.of(dataset, NUM_CLASSES, identity=identity).dim(features)
             for experiment, (features, dataset, identity) in PAPER_EXTRACTOR_FEATURES.items()}
+
+
+def variant_findings(variants: pd.DataFrame) -> str:
+    """What :func:`variant_sweep`'s table says of each change, for the line under it: the TPR and FPR at ``tau_NN``
+    of each row and its shift from the first row (Table 3's recipe) in standard errors of the difference, and which
+    change lowers the TPR the most and which moves it least."""
+    rows = variants.set_index("change")
+    reference = rows.iloc[0]
+    shifts = {name: (row["TPR*"] - reference["TPR*"]) / math.hypot(row["TPR* SE"], reference["TPR* SE"])
+              for name, row in rows.iloc[1:].iterrows()}
+    lines = [f"{name}: TPR / FPR at τ_NN {rows.loc[name, 'TPR*']:.3f} / {rows.loc[name, 'FPR*']:.3f}, TPR "
+             f"{shift:+.1f} standard errors from Table 3's recipe" for name, shift in shifts.items()]
+    lines.append(f"the largest drop: {min(shifts, key=shifts.get)}; the smallest change: "
+                 f"{min(shifts, key=lambda name: abs(shifts[name]))}")
+    return "\n".join(lines)
