@@ -10,6 +10,7 @@ from compendium.attacks.transfer_heads import (
     NUM_CLASSES,
     TRAINING_VARIANTS,
 )
+from compendium.chapters.transfer_learned.results import standard_errors
 from compendium.chapters.transfer_learned.settings import (
     CHANCE_SE,
     GAMMA,
@@ -272,7 +273,7 @@ def _above_chance(row, se: float = CHANCE_SE) -> bool:
 
 def _shift(row, reference, rate: str) -> float:
     """``row``'s change of ``rate`` from ``reference``'s in standard errors of the difference."""
-    return (row[rate] - reference[rate]) / math.hypot(row[f"{rate} SE"], reference[f"{rate} SE"])
+    return standard_errors(row[rate] - reference[rate], math.hypot(row[f"{rate} SE"], reference[f"{rate} SE"]))
 
 
 def variant_verdicts(variants: pd.DataFrame) -> dict[str, tuple[bool, str] | None]:

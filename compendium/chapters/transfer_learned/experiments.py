@@ -247,7 +247,8 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, spec: Attack, *
             f"{'' if variant is None else '-' + variant.replace(' ', '').replace('/', '-')}{'-ood' if ood else ''}"
             f"{'-identity' if identity else ''}"
             f"-N{set_size}"
-            f"-K{shadow_train}-std{recipe.init_std:g}-sigma{noise_multiplier}-seed{cfg.seed}")
+            f"-K{shadow_train}-std{recipe.init_std:g}-sigma{noise_multiplier}"
+            f"{'' if noise_multiplier is None else f'-C{cfg.dp_max_grad_norm:g}'}-seed{cfg.seed}")
         hasher = hashlib.sha256(feats_train.numpy())  # 1.5 GB of CelebA features: hashed in place, not copied
         hasher.update(train_y.numpy())
         digest = hasher.hexdigest()[:16]
@@ -462,10 +463,11 @@ def paper_shape(folder) -> dict:
     standin.emnist_letters(folder / "emnist", train=52, test=26)
     standin.mnist(folder / "mnist", train=200, test=100)
     # lists, not tuples: papermill writes a tuple parameter as its string (the settings take lists as tuples)
-    counts = dict(shadow_train=40, shadow_val=10, reconstructor_steps=2, unconditional_steps=2, hidden=4,
+    counts = dict(shadow_val=10, unconditional_steps=2, hidden=4,
                   extractor_epochs=1, shadow_counts=[20], init_stds=[0.02], variant_shadow_train=20,
                   variant_reconstructor_steps=1, identity_shadow_train=20, identity_steps=1, identity_max_attempts=2,
                   identity_hidden=4, dp_noise_multipliers=[1.82], dp_shadow_train=20, dp_reconstructor_steps=1,
                   readme_entries=1)
-    return {"scale": "paper", "dataset": "mnist", "identity_dataset": "mnist",
+    return {"scale": "paper", "dataset": "mnist", "identity_dataset": "mnist", "shadow_train": 40,
+            "reconstructor_steps": 2,
             "overrides": {"data_dir": str(folder), "shadow_dir": str(folder / "shadow-heads"), **counts}}

@@ -396,13 +396,21 @@ def table2_dims() -> dict[str, int]:
             for experiment, (features, dataset, identity) in PAPER_EXTRACTOR_FEATURES.items()}
 
 
+def standard_errors(difference: float, se: float) -> float:
+    """``difference / se``, a difference in standard errors; where the standard error is 0 (a rate of 0 or 1 in a
+    small run), infinite with the difference's sign, or 0 for no difference."""
+    if se > 0:
+        return float(difference / se)
+    return math.copysign(math.inf, difference) if difference else 0.0
+
+
 def variant_findings(variants: pd.DataFrame) -> str:
     """What :func:`variant_sweep`'s table says of each change, for the line under it: the TPR and FPR at ``tau_NN``
     of each row and its shift from the first row (Table 3's recipe) in standard errors of the difference, and which
     change lowers the TPR the most and which moves it least."""
     rows = variants.set_index("change")
     reference = rows.iloc[0]
-    shifts = {name: (row["TPR*"] - reference["TPR*"]) / math.hypot(row["TPR* SE"], reference["TPR* SE"])
+    shifts = {name: standard_errors(row["TPR*"] - reference["TPR*"], math.hypot(row["TPR* SE"], reference["TPR* SE"]))
               for name, row in rows.iloc[1:].iterrows()}
     lines = [f"{name}: TPR / FPR at τ_NN {rows.loc[name, 'TPR*']:.3f} / {rows.loc[name, 'FPR*']:.3f}, TPR "
              f"{shift:+.1f} standard errors from Table 3's recipe" for name, shift in shifts.items()]
