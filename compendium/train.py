@@ -14,7 +14,10 @@ and moved to the device, so results do not depend on the device's random stream.
 from __future__ import annotations
 
 import math
+import os
+import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Iterable
 
 import torch
@@ -63,7 +66,8 @@ def fit(model: nn.Module, loss_fn: LossFunction, data, *, epochs: int, optimizer
         weight_decay: float | None = None, momentum: float = 0.9, batch_size: int = 32,
         generator: torch.Generator | None = None, device: str = "auto", progress: bool = True,
         desc: str = "training", on_epoch: Callable[[nn.Module], dict[str, float]] | None = None,
-        fused: bool = False) -> dict[str, list[float]]:
+        fused: bool = False, checkpoint: str | Path | None = None, checkpoint_steps: int = 10_000,
+        checkpoint_seconds: float = 600.0) -> dict[str, list[float]]:
     """The project's one training loop: train ``model`` in place for ``epochs`` epochs and return its history.
 
     ``data`` is either a tuple of tensors with the same leading size ``B`` (images and labels; features and target
@@ -85,6 +89,16 @@ def fit(model: nn.Module, loss_fn: LossFunction, data, *, epochs: int, optimizer
     default multi-tensor update took a third of a step or more.  Only the chapters whose numbers were re-checked with
     it use it (the transfer-learning chapter's reconstructor); the others keep the default, on which their stated
     numbers rest.
+
+    ``checkpoint`` (a file path; tensor ``data`` only) makes a long run survive a lost session: every
+    ``checkpoint_steps`` optimiser steps or ``checkpoint_seconds`` seconds, whichever comes first, and after the last
+    step, the run's state is written to a temporary file that then replaces ``checkpoint`` (atomic: a crash leaves
+    the old checkpoint or the new one): the model's and the optimiser's state, the epoch's permutation and position
+    in it, the generator's state, the torch CPU (and CUDA) random states, the epoch's running sums and the history.
+    A call that finds the file resumes from it and returns exactly what an uninterrupted run returns, the same
+    weights bit for bit.  A finished run is loaded, not repeated; its file keeps no optimiser state, a third of the
+    size (Table 2's MNIST generator, 53 million parameters, checkpoints in 656 MB and finishes in 212 MB).  A file
+    written by a run of other settings (epochs, batch size, optimiser, data size, parameter shapes) is refused.
     """
     if fused and optimizer == "sgd":
         raise ValueError("fused=True; allowed only with optimizer 'adam' or 'adamw'")
@@ -98,6 +112,8 @@ def fit(model: nn.Module, loss_fn: LossFunction, data, *, epochs: int, optimizer
         validation.number("weight_decay", weight_decay, at_least=0.0)
     validation.number("momentum", momentum, at_least=0.0, below=1.0)
     validation.generator("generator", generator)
+    validation.integer("checkpoint_steps", checkpoint_steps)
+    checkpoint_seconds = validation.positive("checkpoint_seconds", checkpoint_seconds)
     tensors = isinstance(data, (tuple, list)) and len(data) > 0 and all(isinstance(t, torch.Tensor) for t in data)
     if tensors:
         size = data[0].shape[0] if data[0].ndim else 0
@@ -106,6 +122,9 @@ def fit(model: nn.Module, loss_fn: LossFunction, data, *, epochs: int, optimizer
                              "the same leading size B >= 1")
     elif not hasattr(data, "__iter__"):
         raise ValueError(f"data={type(data).__name__}; allowed: a tuple of tensors or an iterable of such batches")
+    if checkpoint is not None and not tensors:
+        raise ValueError(f"checkpoint={str(checkpoint)!r} with data={type(data).__name__}; allowed: a checkpoint only "
+                         "with a tuple of tensors (a resumed run must redraw the same batches)")
     dev = resolve_device(device)
     if tensors and generator is None:
         generator = torch.Generator()
@@ -115,22 +134,33 @@ def fit(model: nn.Module, loss_fn: LossFunction, data, *, epochs: int, optimizer
     model.train()
     opt = _make_optimizer(optimizer, model.parameters(), lr, weight_decay, momentum, fused=fused or None)
 
-    def batches():
+    def batches(perm, first: int):
         if not tensors:
             yield from data
             return
-        perm = torch.randperm(size, generator=generator, device=generator.device)
-        for start in range(0, size, batch_size):
+        for start in range(first * batch_size, size, batch_size):
             idx = perm[start:start + batch_size].to(data[0].device)
             yield tuple(t[idx] for t in data)
 
     n_batches = math.ceil(size / batch_size) if tensors else (len(data) if hasattr(data, "__len__") else None)
     history: dict[str, list[float]] = {"loss": []}
-    bar = tqdm(range(epochs), desc=desc, unit="epoch", disable=not progress)
+    # where the run stands: the epoch, the batches of it done, its permutation and running sums
+    state = {"epoch": 0, "batch": 0, "perm": None, "total_loss": 0.0, "counts": {}, "seen": 0}
+    identity = None
+    if checkpoint is not None:
+        checkpoint = Path(checkpoint)
+        identity = {"epochs": epochs, "batch_size": batch_size, "size": size, "optimizer": optimizer, "lr": lr,
+                    "parameters": [list(p.shape) for p in model.parameters()]}
+        if checkpoint.is_file():
+            state, history = _load_checkpoint(checkpoint, identity, model, opt, generator)
+    last_save, steps_since = time.monotonic(), 0
+    bar = tqdm(range(state["epoch"], epochs), desc=desc, unit="epoch", disable=not progress)
     for epoch in bar:
-        total_loss, counts, seen = 0.0, {}, 0
-        for batch in tqdm(batches(), total=n_batches, desc=f"epoch {epoch + 1}/{epochs}", unit="batch",
-                          leave=False, disable=not progress):
+        if state["perm"] is None:
+            state["perm"] = (torch.randperm(size, generator=generator, device=generator.device) if tensors
+                             else None)
+        for batch in tqdm(batches(state["perm"], state["batch"]), total=n_batches, initial=state["batch"],
+                          desc=f"epoch {epoch + 1}/{epochs}", unit="batch", leave=False, disable=not progress):
             batch = tuple(t.to(dev, non_blocking=True) for t in batch)
             opt.zero_grad(set_to_none=True)
             out = loss_fn(model, batch)
@@ -138,14 +168,21 @@ def fit(model: nn.Module, loss_fn: LossFunction, data, *, epochs: int, optimizer
             loss.backward()
             opt.step()
             n = batch[0].shape[0]
-            total_loss += loss.item() * n
+            state["total_loss"] += loss.item() * n
             for name, value in batch_counts.items():
-                counts[name] = counts.get(name, 0) + value
-            seen += n
+                state["counts"][name] = state["counts"].get(name, 0) + value
+            state["seen"] += n
+            state["batch"] += 1
+            steps_since += 1
+            if checkpoint is not None and (steps_since >= checkpoint_steps
+                                           or time.monotonic() - last_save >= checkpoint_seconds):
+                _save_checkpoint(checkpoint, identity, state, history, model, opt, generator)
+                last_save, steps_since = time.monotonic(), 0
+        seen = state["seen"]
         if seen == 0:
             raise ValueError("data yielded no batches; it must hold at least one batch")
-        history["loss"].append(total_loss / seen)
-        for name, value in counts.items():
+        history["loss"].append(state["total_loss"] / seen)
+        for name, value in state["counts"].items():
             history.setdefault(name, []).append(value / seen)
         if on_epoch is not None:
             model.eval()
@@ -153,8 +190,46 @@ def fit(model: nn.Module, loss_fn: LossFunction, data, *, epochs: int, optimizer
                 for name, value in on_epoch(model).items():
                     history.setdefault(name, []).append(float(value))
             model.train()
+        state = {"epoch": epoch + 1, "batch": 0, "perm": None, "total_loss": 0.0, "counts": {}, "seen": 0}
         bar.set_postfix({name: f"{values[-1]:.4g}" for name, values in history.items()})
+    if checkpoint is not None:
+        _save_checkpoint(checkpoint, identity, state, history, model, opt, generator)
     return history
+
+
+def _save_checkpoint(path: Path, identity: dict, state: dict, history: dict, model: nn.Module, opt,
+                     generator: torch.Generator) -> None:
+    """:func:`fit`'s checkpoint: written to ``<path>.part``, then renamed over ``path`` (atomic)."""
+    finished = state["epoch"] == identity["epochs"]  # the optimiser's moments (twice the model) are not needed
+    payload = {"identity": identity, "state": state, "history": history, "model": model.state_dict(),
+               "optimizer": None if finished else opt.state_dict(), "generator": generator.get_state(),
+               "torch_cpu": torch.random.get_rng_state(),
+               "torch_cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".part")
+    torch.save(payload, partial)
+    os.replace(partial, path)
+
+
+def _load_checkpoint(path: Path, identity: dict, model: nn.Module, opt, generator: torch.Generator
+                     ) -> tuple[dict, dict]:
+    """Restore :func:`fit`'s run from ``path`` into ``model``, ``opt`` and ``generator`` (and torch's global random
+    states); returns the run's position and history."""
+    payload = torch.load(path, map_location="cpu", weights_only=True)
+    if payload["identity"] != identity:
+        raise ValueError(f"checkpoint {path} holds a run of other settings ({payload['identity']}; this run: "
+                         f"{identity}); remove it or choose another path")
+    model.load_state_dict(payload["model"])
+    if payload["optimizer"] is not None:
+        opt.load_state_dict(payload["optimizer"])
+    generator.set_state(payload["generator"])
+    torch.random.set_rng_state(payload["torch_cpu"])
+    if payload["torch_cuda"] is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(payload["torch_cuda"])
+    state = payload["state"]
+    if state["perm"] is not None:
+        state["perm"] = state["perm"].to(generator.device)
+    return state, payload["history"]
 
 
 def train_classifier(model: nn.Module,
@@ -167,12 +242,13 @@ def train_classifier(model: nn.Module,
                      progress: bool = True,
                      batch_size: int = 32,
                      weight_decay: float | None = None,
-                     momentum: float = 0.9) -> dict[str, list[float]]:
+                     momentum: float = 0.9, checkpoint: str | Path | None = None) -> dict[str, list[float]]:
     """Train ``model`` in place with cross-entropy for ``epochs`` epochs through :func:`fit` and return its history.
 
     ``data`` is an ``(images, labels)`` pair of tensors or an iterable of such batches (see :func:`fit`, which also
-    describes the optimiser and device arguments).  Returns ``{"loss": [...], "accuracy": [...]}``: per epoch, the
-    mean training loss and the training accuracy over the batches as they were seen (while the weights changed).
+    describes the optimiser, device and ``checkpoint`` arguments).  Returns ``{"loss": [...], "accuracy": [...]}``:
+    per epoch, the mean training loss and the training accuracy over the batches as they were seen (while the weights
+    changed).
     """
     if isinstance(data, (tuple, list)) and len(data) == 2 and isinstance(data[0], torch.Tensor):
         _check_xy(*data)
@@ -184,7 +260,8 @@ def train_classifier(model: nn.Module,
         return cross_entropy(logits, yb), {"accuracy": int((logits.argmax(1) == yb).sum())}
 
     history = fit(model, loss_fn, data, epochs=epochs, optimizer=optimizer, lr=lr, weight_decay=weight_decay,
-                  momentum=momentum, batch_size=batch_size, generator=generator, device=device, progress=progress)
+                  momentum=momentum, batch_size=batch_size, generator=generator, device=device, progress=progress,
+                  checkpoint=checkpoint)
     history.setdefault("accuracy", [])
     return history
 

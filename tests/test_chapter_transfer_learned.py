@@ -348,9 +348,13 @@ def test_paper_scale_pipeline_on_small_files(tmp_path):
     with pytest.raises(FileNotFoundError, match="VGGtiny_classifier_EMNIST_50EP.pth"):
         chapter.feature_extractor(with_checkpoint("missing.pth"), pool)
     result = chapter.run_attack(cfg, pool, extractor, chapter.Attack(10), progress=False)
-    stored = list((tmp_path / "heads").iterdir())
+    stored = sorted((tmp_path / "heads").iterdir())
+    assert stored[0].name == "extractor-vggtiny-emnist52-epochs1-seed0.pt"  # VGGtiny's training, saved
+    stored = stored[1:]
     assert [p.name for p in stored] == ["mnist-N10-K40-std0.002-sigmaNone-seed0"]
     assert (stored[0] / "weights.npy").stat().st_size > 40 * 2570 * 4
+    # the reconstructor's training is saved beside its heads, and the second run below loads it
+    assert (stored[0] / "reconstructor-residual4-conditional-steps2-val4.pt").is_file()
     assert isinstance(result.reconstructor, chapter.models.ResidualReconstructor)
     assert result.h0.shape == result.h1.shape == (4, 10) and result.val_weights.shape == (4, 2570)
     again = chapter.run_attack(cfg, pool, extractor, chapter.Attack(10), progress=False)
@@ -702,3 +706,90 @@ def test_quoted_numbers_solve_the_exercises():
     eps = chapter.epsilons(recipe, numbers["tl_ex3_sigma"])["eps_prv"]
     assert eps == pytest.approx(chapter.PAPER_DEFENDED_EPSILON[("MNIST", 10)], abs=0.02)
     assert numbers["tl_ex3_readme_sigma_high"] < numbers["tl_ex3_sigma"] < numbers["tl_ex3_readme_sigma_low"]
+
+
+class _RunsCode:
+    """A pickled object that would run code when loaded."""
+
+    def __reduce__(self):
+        return (print, ("this ran while loading",))
+
+
+def test_vggtiny_checkpoint_loads_tensors_only(tmp_path):
+    """The authors' VGGtiny file is read with weights_only=True: a state dict loads, a pickle that would call a
+    function when loaded is refused before it runs."""
+    import pickle
+
+    from compendium.models.extractors import vggtiny_checkpoint
+
+    torch.save({"fc_top.weight": torch.ones(2, 3)}, tmp_path / "good.pth")
+    assert torch.equal(vggtiny_checkpoint(str(tmp_path / "good.pth"))["fc_top.weight"], torch.ones(2, 3))
+    torch.save({"fc_top.weight": torch.ones(2, 3), "payload": _RunsCode()}, tmp_path / "crafted.pth")
+    with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
+        vggtiny_checkpoint(str(tmp_path / "crafted.pth"))
+
+
+def test_paper_pipeline_runs_at_paper_shapes(tmp_path):
+    """The notebook at paper scale on stand-in EMNIST letters and MNIST (28×28 files padded to 32×32), the counts
+    cut to seconds: VGGtiny's 256 features, heads of D_Theta = 2,570 weights written to a store with the
+    reconstructors' checkpoints beside them, Table 2's generator, every sweep; a complete card whose findings name
+    the data, image size and scale that ran."""
+    from compendium import book, scorecard
+
+    executed = book.execute_paper_shape("transfer_learned", device="cpu", out_dir=tmp_path)
+    card = scorecard.read_card(executed)
+    assert card is not None and [r["key"] for r in card["rows"]] == [c.key for c in chapter.CLAIMS]
+    checked = [r for r in card["rows"] if r["expect"] in scorecard.CHECKED]
+    assert all(r["checked"] and r["found"] for r in checked)
+    assert all(r["found"].startswith("MNIST, 32×32, `paper` scale: ") for r in checked)
+    store = tmp_path / book.PAPER_SHAPE_DIR / "data" / "transfer_learned" / "shadow-heads"
+    main = store / "mnist-N10-K40-std0.002-sigmaNone-seed0"
+    assert np.load(main / "weights.npy", mmap_mode="r").shape == (40, 2570)  # Table 2's D_Theta for MNIST
+    assert (main / "reconstructor-residual4-conditional-steps2-curves-val10.pt").is_file()
+    assert (store / "extractor-vggtiny-emnist52-epochs1-seed0.pt").is_file()
+
+
+def _rates(change, tpr, fpr, tpr01, n=1000):
+    se = lambda p: math.sqrt(p * (1 - p) / n)
+    return {"change": change, "TPR*": tpr, "TPR* SE": se(tpr), "FPR*": fpr, "FPR* SE": se(fpr),
+            "TPR@FPR=0.01": tpr01, "TPR@FPR=0.01 SE": se(tpr01)}
+
+
+def test_section_3_2_verdicts_are_decided_from_the_variants_table():
+    """Adam: lower by more than SIGNIFICANT_SE standard errors and above chance; the other recipes: within
+    SIGNIFICANT_SE of Table 3's on TPR and FPR; out of distribution: above chance.  Not run: no verdict."""
+    assert chapter.variant_verdicts(pd.DataFrame()) == {"tl-adam": None, "tl-recipes": None, "tl-ood": None}
+    rows = [_rates("none (Table 3's full-batch SGD)", 0.40, 0.05, 0.20), _rates("Adam", 0.30, 0.05, 0.10),
+            _rates("1 epoch", 0.39, 0.05, 0.19), _rates("mini-batch B = N/2", 0.41, 0.06, 0.20),
+            _rates(chapter.OOD, 0.05, 0.02, 0.05)]
+    verdicts = chapter.variant_verdicts(pd.DataFrame(rows))
+    assert verdicts["tl-adam"][0] and verdicts["tl-recipes"][0] and verdicts["tl-ood"][0]
+    assert "1 epoch 0.390 (-0.5) / 0.050 (+0.0)" in verdicts["tl-recipes"][1]
+    rows[2] = _rates("1 epoch", 0.20, 0.05, 0.05)  # a significant drop: the paper's "no significant changes" fails
+    rows[4] = _rates(chapter.OOD, 0.0, 0.0, 0.0)  # a failed adversary
+    verdicts = chapter.variant_verdicts(pd.DataFrame(rows))
+    assert not verdicts["tl-recipes"][0] and not verdicts["tl-ood"][0] and verdicts["tl-adam"][0]
+    assert chapter.variant_findings(pd.DataFrame(rows)).endswith("the largest drop: out-of-distribution shadow "
+                                                                  "data; the smallest change: mini-batch B = N/2")
+
+
+def test_section_4_verdicts_use_the_validation_heads_that_ran():
+    """TPR* = FPR* under the strongest noise is judged with the run's own number of draws, not a scale's nominal
+    count: the same gap passes with few validation heads and fails with many."""
+    sweep = pd.DataFrame([{"noise multiplier": 0.0, "eps_prv": math.inf, "head accuracy": 0.8, "TPR*": 0.5,
+                           "FPR*": 0.1, "TPR@FPR=0.01": 0.3},
+                          {"noise multiplier": 2.0, "eps_prv": 3.0, "head accuracy": 0.5, "TPR*": 0.22,
+                           "FPR*": 0.20, "TPR@FPR=0.01": 0.01}])
+    few = chapter.dp_verdicts(sweep, validation_heads=100)
+    assert few["tl-fig4"][0] and few["tl-fig5"][0] and few["tl-conclusion"][0]
+    assert "1,000 draws each" in few["tl-fig5"][1]
+    assert not chapter.dp_verdicts(sweep, validation_heads=100_000)["tl-fig5"][0]
+
+
+def test_the_card_names_what_ran():
+    card = chapter.RunCard(run=chapter.run_description("mnist", torch.zeros(1, 1, 32, 32), "paper"),
+                           identity_run=chapter.run_description("celeba", torch.zeros(1, 3, 64, 64), "paper"))
+    card.check("tl-table4", holds=True, found="x")
+    card.check("tl-table5", holds=True, found="y")
+    assert card.findings["tl-table4"].found == "MNIST, 32×32, `paper` scale: x"
+    assert card.findings["tl-table5"].found == "CelebA, 64×64, `paper` scale: y"

@@ -277,3 +277,44 @@ def test_residual_reconstructor_table2_shapes():
     mnist = ResidualReconstructor(2580, width=256, out_channels=1, size=32)
     assert sum(p.numel() for p in mnist.stem.parameters()) == 4 * 256 * (16 * 2580 + 1) == 42_271_744
     assert sum(p.numel() for p in mnist.parameters()) == 52_965_377
+
+
+def test_reconstructor_training_resumes_bit_identically_after_an_interruption(tmp_path, monkeypatch):
+    """A reconstructor training killed mid-run (an exception from its model after 23 of 40 steps, as a lost session
+    would stop it) and started again with its checkpoint resumes from the last save (every 5 steps) and ends with the
+    weights and history of the uninterrupted run; a finished training is loaded, not repeated."""
+    g = torch.Generator().manual_seed(0)
+    K, C, M = 64, 3, 2
+    pool = torch.rand(60, 1, 2, 2, generator=g) * 2 - 1
+    sets = torch.randint(60, (K, C, M), generator=g)
+    weights = torch.randn(K, 6, generator=g)
+    statistics = attack.WeightStatistics.fit(weights)
+
+    def run(checkpoint=None, stop_after=None):
+        model = MLPReconstructor(6 + C, (1, 2, 2), hidden=16, generator=torch.Generator().manual_seed(1))
+        calls = []
+        forward = model.forward
+
+        def counted(x):  # counts the training steps (the curve's passes run in eval mode)
+            if model.training and stop_after is not None and len(calls) == stop_after:
+                raise KeyboardInterrupt
+            calls.extend([1] if model.training else [])
+            return forward(x)
+
+        monkeypatch.setattr(model, "forward", counted)
+        history = attack.train_reconstructor(
+            model, weights, sets, pool, epochs=20, statistics=statistics, generator=torch.Generator().manual_seed(2),
+            device="cpu", progress=False, checkpoint=checkpoint, checkpoint_steps=5,
+            on_epoch=lambda net: {"validation loss": attack.validation_loss(
+                net, statistics.standardise(weights[:8]), pool[sets[:8]])})
+        return [p.detach().clone() for p in model.parameters()], history, len(calls)
+
+    plain, plain_history, _ = run()
+    path = tmp_path / "reconstructor.pt"
+    with pytest.raises(KeyboardInterrupt):
+        run(path, stop_after=23)
+    resumed, history, calls = run(path)
+    assert calls == 40 - 20  # the steps after the last save
+    assert history == plain_history and all(torch.equal(a, b) for a, b in zip(plain, resumed))
+    again, history, calls = run(path)
+    assert calls == 0 and history == plain_history and all(torch.equal(a, b) for a, b in zip(plain, again))

@@ -428,3 +428,59 @@ def test_fused_adam_refused_for_sgd():
     with pytest.raises(ValueError, match="fused=True"):
         train.fit(nn.Linear(2, 1), lambda net, b: net(b[0]).sum(), (torch.zeros(4, 2),), epochs=1, optimizer="sgd",
                   fused=True, progress=False)
+
+
+class _Interrupted(RuntimeError):
+    pass
+
+
+def _noisy_run(x, y, checkpoint=None, stop_after=None, **options):
+    """A fit whose loss draws from the generator every batch (as the reconstructor's does), with counts and an
+    on_epoch curve; it raises after ``stop_after`` steps, as a lost session would stop it."""
+    model = MnistMLP(1, 8, 10, hidden=16, generator=torch.Generator().manual_seed(0))
+    generator = torch.Generator().manual_seed(1)
+    calls = []
+
+    def loss_fn(net, batch):
+        if stop_after is not None and len(calls) == stop_after:
+            raise _Interrupted
+        calls.append(1)
+        noise = torch.randn(batch[0].shape, generator=generator)
+        logits = net(batch[0] + 0.1 * noise)
+        return nn.functional.cross_entropy(logits, batch[1]), {"accuracy": int((logits.argmax(1) == batch[1]).sum())}
+
+    history = train.fit(model, loss_fn, (x, y), epochs=3, optimizer="adam", batch_size=32, generator=generator,
+                        device="cpu", progress=False, fused=True, checkpoint=checkpoint,
+                        on_epoch=lambda net: {"mean weight": float(net.head[0].weight.mean())}, **options)
+    return model, history, len(calls)
+
+
+@pytest.mark.parametrize("stop_after", [5, 7, 10, 17])  # mid-epoch, at an epoch's end (7 batches), later epochs
+def test_fit_resumes_from_its_checkpoint_bit_identically(digits, tmp_path, stop_after):
+    """A run interrupted after ``stop_after`` steps and called again resumes from its last checkpoint (every 3 steps)
+    and ends with the uninterrupted run's weights and history, bit for bit; a finished run is loaded, not re-run."""
+    (xtr, ytr), _ = digits
+    x, y = xtr[:200], ytr[:200]
+    plain, plain_history, _ = _noisy_run(x, y)
+    path = tmp_path / "run.pt"
+    with pytest.raises(_Interrupted):
+        _noisy_run(x, y, checkpoint=path, stop_after=stop_after, checkpoint_steps=3)
+    assert path.is_file() and not (tmp_path / "run.pt.part").exists()
+    resumed, history, steps = _noisy_run(x, y, checkpoint=path, checkpoint_steps=3)
+    assert steps == 21 - stop_after // 3 * 3  # only the steps after the last checkpoint are repeated
+    assert history == plain_history
+    assert all(torch.equal(p, q) for p, q in zip(plain.parameters(), resumed.parameters()))
+    again, history, steps = _noisy_run(x, y, checkpoint=path, checkpoint_steps=3)
+    assert steps == 0 and history == plain_history
+    assert all(torch.equal(p, q) for p, q in zip(plain.parameters(), again.parameters()))
+
+
+def test_fit_refuses_a_checkpoint_of_other_settings(digits, tmp_path):
+    (xtr, ytr), _ = digits
+    path = tmp_path / "run.pt"
+    _noisy_run(xtr[:64], ytr[:64], checkpoint=path)
+    with pytest.raises(ValueError, match="other settings"):
+        _noisy_run(xtr[:96], ytr[:96], checkpoint=path)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(xtr[:64], ytr[:64]), batch_size=16)
+    with pytest.raises(ValueError, match="checkpoint only"):
+        train.fit(nn.Linear(64, 10), lambda net, b: net(b[0].flatten(1)).sum(), loader, epochs=1, checkpoint=path)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -227,7 +228,8 @@ def train_reconstructor(model: nn.Module, weights: torch.Tensor, sets: torch.Ten
                         epochs: int, generator: torch.Generator, statistics: WeightStatistics | None = None,
                         perceptual: nn.Module | None = None, conditional: bool = True, alpha: float = 100.0,
                         lr: float = 2e-4, batch_size: int = 32, device: str = "auto", progress: bool = True,
-                        on_epoch: Callable[[nn.Module], dict[str, float]] | None = None
+                        on_epoch: Callable[[nn.Module], dict[str, float]] | None = None,
+                        checkpoint: str | Path | None = None, checkpoint_steps: int = 10_000
                         ) -> dict[str, list[float]]:
     """Train the conditional reconstructor (Section 3.1) through :func:`compendium.train.fit`: Adam (lr 2e-4, batches
     of 32 shadow models), each batch element with a class ``c`` drawn uniformly, input ``(theta_k, onehot(c))``,
@@ -238,7 +240,8 @@ def train_reconstructor(model: nn.Module, weights: torch.Tensor, sets: torch.Ten
     weights is ever held in memory.
     ``perceptual`` adds an LPIPS term to the errors (:func:`reconstruction_errors`).  With ``conditional=False`` it
     trains Algorithm 2's unconditional reconstructor ``R(theta)``: no class input, Eq. (3) over all ``N`` images of
-    ``D_k``.  ``on_epoch`` is :func:`compendium.train.fit`'s (validation curves, Fig. 3c)."""
+    ``D_k``.  ``on_epoch`` is :func:`compendium.train.fit`'s (validation curves, Fig. 3c), and so is ``checkpoint``
+    (a file that the training is saved to as it goes and resumed from, bit-identically, after an interruption)."""
     _generator(generator)
     if weights.ndim != 2 or sets.ndim != 3 or weights.shape[0] != sets.shape[0]:
         raise ValueError(f"weights {tuple(weights.shape)} and sets {tuple(sets.shape)}; allowed: (K, D) and "
@@ -262,7 +265,8 @@ def train_reconstructor(model: nn.Module, weights: torch.Tensor, sets: torch.Ten
 
     return train.fit(model, loss_fn, (weights, sets), epochs=epochs, optimizer="adam", lr=lr, weight_decay=0.0,
                      batch_size=batch_size, generator=generator, device=device, progress=progress,
-                     desc="reconstructor", on_epoch=on_epoch, fused=True)
+                     desc="reconstructor", on_epoch=on_epoch, fused=True, checkpoint=checkpoint,
+                     checkpoint_steps=checkpoint_steps)
 
 
 # ---------------------------------------------------------------------------------------------------------------

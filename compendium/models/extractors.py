@@ -50,10 +50,11 @@ class Extractor:
 
 def vggtiny_checkpoint(path: str) -> dict:
     """The authors' VGGtiny weights (``VGGtiny_classifier_EMNIST_50EP.pth``, their repository's
-    ``models_pretrained/``), read on the CPU."""
+    ``models_pretrained/``), read on the CPU as tensors only (``weights_only=True``: a file that would run code when
+    unpickled is refused with ``pickle.UnpicklingError``)."""
     file = in_repository(path)
     if not file.is_file():
         raise FileNotFoundError(f"extractor_checkpoint {file} not found: get VGGtiny_classifier_EMNIST_50EP.pth from "
                                 f"{pretrained.AUTHORS_REPOSITORY} (models_pretrained/), or leave "
                                 "extractor_checkpoint=None to train VGGtiny here")
-    return torch.load(file, map_location="cpu")
+    return torch.load(file, map_location="cpu", weights_only=True)

@@ -2,10 +2,17 @@
 :class:`~compendium.scorecard.Claim` per theorem, table, figure and headline claim, with the errata table's label."""
 from __future__ import annotations
 
+import math
+
+import pandas as pd
+
 from compendium.attacks.transfer_heads import (
+    NUM_CLASSES,
     TRAINING_VARIANTS,
 )
+from compendium.chapters.transfer_learned.results import standard_errors
 from compendium.chapters.transfer_learned.settings import (
+    CHANCE_SE,
     GAMMA,
     OOD,
     PAPER_BINARY,
@@ -20,8 +27,9 @@ from compendium.chapters.transfer_learned.settings import (
     PAPER_TAU_NN,
     PAPER_UNCONDITIONAL,
     PAPER_VARIANTS,
+    SIGNIFICANT_SE,
 )
-from compendium.scorecard import DIFFERS, IN_SHAPE, NOT_CHECKABLE, NOT_HERE, REPRODUCED, Claim
+from compendium.scorecard import DIFFERS, IN_SHAPE, NOT_CHECKABLE, NOT_HERE, REPRODUCED, Card, Claim
 
 PAPER = "Maciazek and Allison (2025)"
 
@@ -38,7 +46,8 @@ def _rates(experiment: str, n: int) -> str:
     return f"{tpr:.3f}, {fpr:.3f} and {tpr01:.3f} at $N={n}$"
 
 
-_DIGITS = "scikit-learn's 8×8 digits instead of MNIST"
+_DIGITS = ("the MNIST experiment on the data, image size and scale that open the finding (scikit-learn's digits at "
+           "`ci` and `book` scale)")
 
 
 _HEADS = f"{PAPER_SHADOW_TRAIN / 1e6:g} million shadow heads per run and Table 2's generator (GPU days)"
@@ -73,7 +82,7 @@ CLAIMS = (
           f"TPR and FPR at $\\tau_{{NN}}$ and TPR at FPR = 0.01 of {_rates('MNIST', 10)} and "
           f"{_rates('MNIST', 40)}: the attack works at $N=10$, and its FPR grows with $N$.", "{ref}`tl-table1`",
           IN_SHAPE,
-          reason=f"{_DIGITS}, fewer shadow heads and an MLP reconstructor: at $N=10$ the TPR at FPR = 0.01 is far "
+          reason=f"{_DIGITS}: at $N=10$ the TPR at FPR = 0.01 is far "
                  "above chance and over three times the $N=40$ value, and the FPR at $\\tau_{NN}$ rises with $N$"),
     Claim("tl-table1-cifar", "Table 1, CIFAR row; Figures 1 and 14", "table",
           f"TPR, FPR and TPR at FPR = 0.01 of {_rates('CIFAR', 10)} and {_rates('CIFAR', 40)} on CIFAR-10, and its "
@@ -101,8 +110,9 @@ CLAIMS = (
     Claim("tl-fig3c", "Sec. 3.2 (2), Figure 3c", "figure",
           "Training the reconstructor longer raises the TPR at FPR = 0.01, until it overfits.",
           "{numref}`tl-fig-training`", IN_SHAPE,
-          reason="the main digits attack at $N=10$: the validation loss falls and the TPR at FPR = 0.01 more than "
-                 "doubles over the training (the paper's panel is the CelebA task at $N=40$)"),
+          reason=f"{_DIGITS}, the main attack at $N=10$: the validation loss falls, and the TPR at FPR = 0.01 of the "
+                 f"best pass exceeds the first pass's by more than {CHANCE_SE:g} standard errors of the difference "
+                 "(the paper's panel is the CelebA task at $N=40$)"),
     Claim("tl-uncond", "Sec. 3.2 (3)", "statement",
           f"An unconditional reconstructor (CIFAR-10, $N=10$) has TPR {PAPER_UNCONDITIONAL['CIFAR'][0]:.1%} and FPR "
           f"{PAPER_UNCONDITIONAL['CIFAR'][1]:.1%} at $\\tau_{{NN}}$, both above the conditional one's, and collapses "
@@ -112,27 +122,33 @@ CLAIMS = (
     Claim("tl-binary", "Sec. 3.2 (4), Table 6", "statement",
           f"Binary heads (Table 6) attacked with a reconstructor conditioned on the ten classes still give TPR "
           f"{PAPER_BINARY['MNIST'][0]:.1%} and FPR {PAPER_BINARY['MNIST'][1]:.1%} (MNIST, $N=10$).",
-          "{ref}`tl-factors`", NOT_HERE,
-          reason=f"at `book` scale the attack on the raw binary heads is near chance (ordering their hidden units "
-                 f"lifts it a little); whether it reaches the paper's rates needs the paper's {_HEADS}"),
+          "{ref}`tl-factors`", IN_SHAPE,
+          reason=f"{_DIGITS}, with the binary heads at `book` and `paper` scale: the attack on the raw binary heads "
+                 f"has a TPR at FPR = 0.01 more than {CHANCE_SE:g} standard errors above chance"),
     Claim("tl-adam", "Sec. 3.2 (5)", "statement",
           f"Heads trained with Adam are attacked with slightly lower success: TPR {_ADAM[0]:.1%} and FPR "
           f"{_ADAM[1]:.1%} (MNIST, $N=10$; SGD {_SGD[0]:.1%} and {_SGD[1]:.1%}).", "{ref}`tl-factors`", IN_SHAPE,
-          reason="the digits at $N=10$, fewer shadow heads (at `book` and `paper` scale): Adam lowers the TPR at "
-                 "$\\tau_{NN}$ by over three standard errors, and the attack stays well above chance"),
+          reason=f"{_DIGITS}, fewer shadow heads (at `book` and `paper` scale): Adam lowers the TPR at "
+                 f"$\\tau_{{NN}}$ by more than {SIGNIFICANT_SE:g} standard errors of the difference, and its TPR at "
+                 f"FPR = 0.01 stays more than {CHANCE_SE:g} standard errors above chance"),
     Claim("tl-fig3b", "Sec. 3.2 (6), Figure 3b", "figure",
           "Larger initial weights $\\sigma_{init}$ lower the TPR and raise the FPR, and cost the heads accuracy "
           "before they stop the attack.", "{ref}`tl-factors`", IN_SHAPE,
           reason="the digits at $N=10$, a larger $\\sigma_{init}$ (at `book` and `paper` scale): the TPR at FPR = "
                  "0.01 falls, the FPR at $\\tau_{NN}$ rises and the heads' accuracy falls"),
-    Claim("tl-recipes", "Sec. 3.2 (5), (7), (8)", "statement",
-          f"Training the heads for {_RECIPES[0]} or {_RECIPES[1]} epochs or on mini-batches of $N/2$ changes the "
-          f"success insignificantly; shadow heads trained out of distribution (CIFAR-100) still reach TPR "
-          f"{PAPER_VARIANTS[OOD]['CIFAR'][0]:.1%} and FPR {PAPER_VARIANTS[OOD]['CIFAR'][1]:.1%} on CIFAR-10.",
-          "{ref}`tl-factors`", NOT_HERE,
-          reason=f"at `book` scale most changed recipes move the TPR at $\\tau_{{NN}}$ by more than a standard error "
-                 f"(one epoch the most), and the turned-digit adversary, a larger drift than CIFAR-100's, fails; "
-                 f"whether the gaps close needs the paper's {_HEADS}"),
+    Claim("tl-recipes", "Sec. 3.2 (5), (7)", "statement",
+          f"Training the heads for {_RECIPES[0]} or {_RECIPES[1]} epochs, or on mini-batches of $N/2$, changes the "
+          "reconstruction TPR and FPR insignificantly.", "{ref}`tl-factors`", IN_SHAPE,
+          reason=f"{_DIGITS}, every recipe run with the same shadow heads and steps (at `book` and `paper` scale): no "
+                 f"changed recipe moves the TPR or the FPR at $\\tau_{{NN}}$ by more than {SIGNIFICANT_SE:g} standard "
+                 "errors of the difference from Table 3's recipe"),
+    Claim("tl-ood", "Sec. 3.2 (8)", "statement",
+          f"A reconstructor trained on shadow heads of out-of-distribution data (CIFAR-100 with random labels) still "
+          f"attacks CIFAR-10 heads: TPR {PAPER_VARIANTS[OOD]['CIFAR'][0]:.1%} and FPR "
+          f"{PAPER_VARIANTS[OOD]['CIFAR'][1]:.1%} at $\\tau_{{NN}}$.", "{ref}`tl-factors`", IN_SHAPE,
+          reason=f"{_DIGITS}; the adversary's shadow data is the pre-training pool with random labels (digits turned "
+                 f"by 90° at `book` scale, EMNIST letters or CIFAR-100 at `paper` scale): its TPR at FPR = 0.01 is "
+                 f"above chance by more than {CHANCE_SE:g} standard errors"),
     Claim("tl-dp-rate", "Sec. 4, App. E", "statement",
           "DP-SGD runs on batches of $N-1$, a sampling rate of $(N-1)/N$.", "{ref}`tl-dp`", DIFFERS, erratum=2),
     Claim("tl-fig4", "Sec. 4, Figure 4", "figure",
@@ -194,8 +210,7 @@ CLAIMS = (
           f"Heads of Table 3's recipe reach test accuracy {PAPER_HEAD_ACCURACY['MNIST'][10]:.3f} at $N=10$ and "
           f"{PAPER_HEAD_ACCURACY['MNIST'][40]:.3f} at $N=40$ on MNIST ({PAPER_HEAD_ACCURACY['CIFAR'][10]:.3f} and "
           f"{PAPER_HEAD_ACCURACY['CIFAR'][40]:.3f} on CIFAR-10).", "{ref}`tl-table1`", IN_SHAPE,
-          reason="MNIST's row of Table 3 on the features of scikit-learn's 8×8 digits: the accuracy rises from "
-                 "$N=10$ to $N=40$"),
+          reason=f"{_DIGITS}, MNIST's row of Table 3 on its features: the accuracy rises from $N=10$ to $N=40$"),
     Claim("tl-table5", "Table 5", "table",
           f"The CelebA heads' accuracy is {PAPER_TABLE5[10]['accuracy'][0]:.3f} at $N=10$, but they recognise only "
           f"{PAPER_TABLE5[10]['TPR'][0]:.1%} of the person's photos (TNR {PAPER_TABLE5[10]['TNR'][0]:.1%}).",
@@ -219,3 +234,139 @@ CLAIMS = (
                  "least noise of the sweep that defends it (TPR at FPR = 0.01 at most $\\gamma$) costs the heads "
                  "over ten points of accuracy"),
 )
+
+
+#: The claims decided on the CelebA experiment, whose data may differ from the other sections' (a digit class plays
+#: the person at ``ci`` and ``book`` scale).
+IDENTITY_CLAIMS = ("tl-table1-celeba", "tl-table1-celeba-rule", "tl-table5", "tl-fig11")
+
+
+class RunCard(Card):
+    """The chapter's scorecard :class:`~compendium.scorecard.Card` on :data:`CLAIMS`, whose findings open with what
+    ran: ``run`` (the data, image size and scale, :func:`run_description`), ``identity_run`` for the claims of the
+    CelebA experiment (:data:`IDENTITY_CLAIMS`)."""
+
+    def __init__(self, *, run: str, identity_run: str):
+        super().__init__(PAPER, CLAIMS, errata=ERRATA_TABLE)
+        self.run, self.identity_run = run, identity_run
+
+    def check(self, key: str, *, holds: bool, found: str) -> None:
+        run = self.identity_run if key in IDENTITY_CLAIMS else self.run
+        super().check(key, holds=holds, found=f"{run}: {found}")
+
+
+#: The data sets' names in a finding.
+DATA_NAMES = {"digits": "scikit-learn's digits", "mnist": "MNIST", "cifar10": "CIFAR-10", "celeba": "CelebA"}
+
+
+def run_description(dataset: str, images, scale: str) -> str:
+    """What a finding was made on: the data set, the size of its images (``images``: (B, C, H, W)) and the scale,
+    e.g. ``"scikit-learn's digits, 8×8, `book` scale"``."""
+    height, width = images.shape[-2:]
+    return f"{DATA_NAMES[dataset]}, {height}×{width}, `{scale}` scale"
+
+
+def _above_chance(row, se: float = CHANCE_SE) -> bool:
+    """Whether a rates row's TPR at FPR = 0.01 lies more than ``se`` standard errors above chance (0.01)."""
+    return bool(row["TPR@FPR=0.01"] - 0.01 > se * row["TPR@FPR=0.01 SE"])
+
+
+def _shift(row, reference, rate: str) -> float:
+    """``row``'s change of ``rate`` from ``reference``'s in standard errors of the difference."""
+    return standard_errors(row[rate] - reference[rate], math.hypot(row[f"{rate} SE"], reference[f"{rate} SE"]))
+
+
+def variant_verdicts(variants: pd.DataFrame) -> dict[str, tuple[bool, str] | None]:
+    """The verdicts of Section 3.2, points 5, 7 and 8 from :func:`variant_sweep`'s table (``None`` where the row
+    was not run), each ``(holds, found)``:
+
+    * ``tl-adam``: Adam lowers the TPR at ``tau_NN`` by more than :data:`SIGNIFICANT_SE` standard errors of the
+      difference ("slightly lower success"), and its TPR at FPR = 0.01 stays :data:`CHANCE_SE` above chance;
+    * ``tl-recipes``: one epoch, 512 epochs and mini-batches move neither the TPR nor the FPR at ``tau_NN`` by more
+      than :data:`SIGNIFICANT_SE` standard errors of the difference ("no significant changes");
+    * ``tl-ood``: the out-of-distribution adversary's TPR at FPR = 0.01 lies :data:`CHANCE_SE` above chance."""
+    verdicts: dict[str, tuple[bool, str] | None] = {"tl-adam": None, "tl-recipes": None, "tl-ood": None}
+    if not len(variants):
+        return verdicts
+    rows = variants.set_index("change")
+    reference = rows.iloc[0]
+    if "Adam" in rows.index:
+        adam = rows.loc["Adam"]
+        verdicts["tl-adam"] = (
+            _shift(adam, reference, "TPR*") < -SIGNIFICANT_SE and _above_chance(adam),
+            f"TPR at τ_NN {reference['TPR*']:.3f} with SGD, {adam['TPR*']:.3f} with Adam "
+            f"({_shift(adam, reference, 'TPR*'):+.1f} SE); TPR at FPR = 0.01 with Adam {adam['TPR@FPR=0.01']:.3f} ± "
+            f"{adam['TPR@FPR=0.01 SE']:.3f}")
+    recipes = [name for name in rows.index[1:] if name in TRAINING_VARIANTS and name != "Adam"]
+    if recipes:
+        shifts = {name: (_shift(rows.loc[name], reference, "TPR*"), _shift(rows.loc[name], reference, "FPR*"))
+                  for name in recipes}
+        verdicts["tl-recipes"] = (
+            all(abs(t) <= SIGNIFICANT_SE and abs(f) <= SIGNIFICANT_SE for t, f in shifts.values()),
+            "TPR / FPR at τ_NN against Table 3's recipe (shift in SE): " + "; ".join(
+                f"{name} {rows.loc[name, 'TPR*']:.3f} ({t:+.1f}) / {rows.loc[name, 'FPR*']:.3f} ({f:+.1f})"
+                for name, (t, f) in shifts.items())
+            + f"; Table 3's {reference['TPR*']:.3f} / {reference['FPR*']:.3f}")
+    if OOD in rows.index:
+        ood = rows.loc[OOD]
+        verdicts["tl-ood"] = (
+            _above_chance(ood),
+            f"out-of-distribution adversary: TPR at FPR = 0.01 {ood['TPR@FPR=0.01']:.3f} ± "
+            f"{ood['TPR@FPR=0.01 SE']:.3f} (in distribution {reference['TPR@FPR=0.01']:.3f}); TPR / FPR at τ_NN "
+            f"{ood['TPR*']:.3f} / {ood['FPR*']:.3f}")
+    return verdicts
+
+
+def identity_verdicts(identity: dict, table5: pd.DataFrame) -> dict[str, tuple[bool, str]]:
+    """The verdicts of the CelebA experiment's Table 1 row and Table 5 from its runs (``{N: AttackResult}``) and
+    :func:`table5`, each ``(holds, found)``: ``tl-table1-celeba``, the TPR at FPR = 0.01 more than five standard
+    errors above chance at every ``N``, and lower at the largest ``N`` than at the smallest by more than three
+    standard errors of the difference where two ran; ``tl-table5``, each head recognises the other classes better
+    than its own, the mean paired gap TNR - TPR more than three standard errors above 0."""
+    summaries = {n: r.summary() for n, r in identity.items()}
+    holds = all(_above_chance(s, 5.0) for s in summaries.values())
+    if len(summaries) > 1:
+        small, large = summaries[min(summaries)], summaries[max(summaries)]
+        se = math.hypot(small["TPR@FPR=0.01 SE"], large["TPR@FPR=0.01 SE"])
+        holds = holds and small["TPR@FPR=0.01"] - large["TPR@FPR=0.01"] > 3 * se
+    gaps = {n: r.head_scores["TNR"] - r.head_scores["TPR"] for n, r in identity.items()}
+    return {
+        "tl-table1-celeba": (holds, "TPR at FPR = 0.01 " + ", ".join(
+            f"{s['TPR@FPR=0.01']:.3f} at N = {n}" for n, s in summaries.items())
+            + "; TPR at τ_NN " + ", ".join(f"{s['TPR*']:.3f}" for s in summaries.values())),
+        "tl-table5": (all(float(g.mean()) > 3 * float(g.std()) / math.sqrt(len(g)) for g in gaps.values()),
+                      "classification TPR / TNR " + ", ".join(
+                          f"{float(r.head_scores['TPR'].mean()):.3f} / {float(r.head_scores['TNR'].mean()):.3f} at "
+                          f"N = {n}" for n, r in identity.items())),
+    }
+
+
+def dp_verdicts(sweep: pd.DataFrame, *, validation_heads: int) -> dict[str, tuple[bool, str]]:
+    """The verdicts of Section 4 from :func:`dp_sweep`'s table (its first row without DP), each ``(holds, found)``:
+    ``tl-fig4``, the TPR at FPR = 0.01 under the strongest noise below the non-private one and the heads' accuracy
+    more than ten points lower; ``tl-fig5``, under the strongest noise TPR and FPR at ``tau_NN`` within five
+    standard errors of their difference, ``sqrt(2 / 4 n)`` at worst for ``n = validation_heads x 10`` draws each
+    (a reconstruction no better than a guess); ``tl-conclusion``, the least noise of the sweep that defends the attack
+    (TPR at FPR = 0.01 at most :data:`GAMMA`) costs more than ten points of accuracy."""
+    first, strongest = sweep.iloc[0], sweep.iloc[-1]
+    n = validation_heads * NUM_CLASSES
+    verdicts = {
+        "tl-fig4": (bool(strongest["TPR@FPR=0.01"] < first["TPR@FPR=0.01"]
+                         and strongest["head accuracy"] < first["head accuracy"] - 0.1),
+                    f"{len(sweep) - 1} noise level(s): TPR at FPR = 0.01 {first['TPR@FPR=0.01']:.3f} → "
+                    f"{strongest['TPR@FPR=0.01']:.3f}, accuracy {first['head accuracy']:.3f} → "
+                    f"{strongest['head accuracy']:.3f}"),
+        "tl-fig5": (bool(abs(strongest["TPR*"] - strongest["FPR*"]) <= 5 * math.sqrt(2 * 0.25 / n)),
+                    f"at ε = {strongest['eps_prv']:.3g}: TPR at τ_NN {strongest['TPR*']:.3f}, FPR "
+                    f"{strongest['FPR*']:.3f} ({n:,} draws each)"),
+    }
+    safe = sweep[sweep["eps_prv"].map(math.isfinite) & (sweep["TPR@FPR=0.01"] <= GAMMA)]
+    if len(safe):
+        least = safe.sort_values("noise multiplier").iloc[0]
+        cost = first["head accuracy"] - least["head accuracy"]
+        verdicts["tl-conclusion"] = (bool(cost > 0.1), f"the least noise of the sweep that defends (σ = "
+                                     f"{least['noise multiplier']:g}, ε = {least['eps_prv']:.3g}) costs "
+                                     f"{100 * cost:.0f} points of accuracy")
+    else:
+        verdicts["tl-conclusion"] = (False, "no noise level of the sweep defends the attack")
+    return verdicts

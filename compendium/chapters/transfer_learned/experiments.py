@@ -9,13 +9,14 @@ import math
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 from tqdm import tqdm
 
-from compendium import data, metrics, models, train, validation
+from compendium import data, metrics, models, standin, train, validation
 from compendium.attacks import shadow_reconstructor as attack
 from compendium.attacks.transfer_heads import (
     NUM_CLASSES,
@@ -93,7 +94,8 @@ def feature_extractor(cfg: Settings, pool: Pools, progress: bool = False) -> Ext
       penultimate layer is the ``F``-dimensional deep feature;
     * ``mnist``: the paper's VGGtiny trained on EMNIST letters (Adam, lr 1e-4, batches of 256, ``cfg.extractor_epochs``
       epochs; the authors' random-affine augmentation is left out), or loaded from the authors'
-      ``VGGtiny_classifier_EMNIST_50EP.pth`` given as ``cfg.extractor_checkpoint``; 256 features;
+      ``VGGtiny_classifier_EMNIST_50EP.pth`` given as ``cfg.extractor_checkpoint``; 256 features; with a
+      ``cfg.shadow_dir`` its training is checkpointed there (:func:`compendium.train.fit`) and resumed after a crash;
     * ``cifar10``: TorchVision's EfficientNet-B0, with the authors' CIFAR-100 fine-tuned weights when
       ``cfg.extractor_checkpoint`` is given (ImageNet weights otherwise), on the paper's 224x224 input; 1280 features.
     """
@@ -111,9 +113,12 @@ def feature_extractor(cfg: Settings, pool: Pools, progress: bool = False) -> Ext
                          whole_model=True)
     if cfg.dataset == "mnist":
         model = models.VGGTiny(num_classes=26, generator=seeded())
-        if cfg.extractor_checkpoint is None:
+        if cfg.extractor_checkpoint is None:  # saved as it trains beside the stored heads, resumed after a crash
+            saved = None if cfg.shadow_dir is None else in_repository(cfg.shadow_dir) / (
+                f"extractor-vggtiny-emnist{len(pool.pretrain[1])}-epochs{cfg.extractor_epochs}-seed{cfg.seed}.pt")
             train.train_classifier(model, pool.pretrain, cfg.extractor_epochs, lr=1e-4, optimizer="adam",
-                                   batch_size=256, generator=seeded(), device=cfg.device, progress=progress)
+                                   batch_size=256, generator=seeded(), device=cfg.device, progress=progress,
+                                   checkpoint=saved)
         else:
             model.load_authors_state_dict(vggtiny_checkpoint(cfg.extractor_checkpoint))
         model.to(device).eval().requires_grad_(False)
@@ -242,7 +247,8 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, spec: Attack, *
             f"{'' if variant is None else '-' + variant.replace(' ', '').replace('/', '-')}{'-ood' if ood else ''}"
             f"{'-identity' if identity else ''}"
             f"-N{set_size}"
-            f"-K{shadow_train}-std{recipe.init_std:g}-sigma{noise_multiplier}-seed{cfg.seed}")
+            f"-K{shadow_train}-std{recipe.init_std:g}-sigma{noise_multiplier}"
+            f"{'' if noise_multiplier is None else f'-C{cfg.dp_max_grad_norm:g}'}-seed{cfg.seed}")
         hasher = hashlib.sha256(feats_train.numpy())  # 1.5 GB of CelebA features: hashed in place, not copied
         hasher.update(train_y.numpy())
         digest = hasher.hexdigest()[:16]
@@ -279,11 +285,15 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, spec: Attack, *
                                              size=train_x.shape[-1], generator=generator)
     else:
         model = models.MLPReconstructor(inputs, tuple(train_x.shape[1:]), width, generator=generator)
+    checkpoint = None if store is None else store / (  # the reconstructor's identity beside its heads'
+        f"reconstructor-{cfg.reconstructor}{width}-{'conditional' if conditional else 'unconditional'}"
+        f"-steps{steps}{'-curves' if spec.curves else ''}-val{val_count}.pt")
     start = time.perf_counter()
     history = attack.train_reconstructor(model, train_weights, train_sets[:, :1] if identity else train_sets, train_x,
                                          statistics=statistics, perceptual=perceptual, conditional=conditional,
                                          epochs=math.ceil(steps * 32 / shadow_train), generator=generator,
-                                         device=cfg.device, progress=progress, on_epoch=on_epoch)
+                                         device=cfg.device, progress=progress, on_epoch=on_epoch,
+                                         checkpoint=checkpoint)
     history["steps"] = [math.ceil(shadow_train / 32) * (epoch + 1) for epoch in range(len(history["loss"]))]
     seconds["reconstructor"] = time.perf_counter() - start
 
@@ -407,10 +417,10 @@ def variant_sweep(cfg: Settings, pool: Pools, extractor: Extractor, progress: bo
     drawn out of distribution (:data:`OOD`, :func:`out_of_distribution_pool`), all with ``cfg.variant_shadow_train``
     training heads and ``cfg.variant_reconstructor_steps`` reconstructor steps (fewer than the main run's at ``book``
     scale: the rows compare with each other, not with Table 1); one row per change with the heads' gradient steps,
-    the rates (with the binomial standard errors of TPR* and of the TPR at FPR = 0.01), the heads' test accuracy, and
-    the paper's TPR and FPR at ``tau_NN`` where it gives them (Table 1 for Table 3's recipe, :data:`PAPER_VARIANTS`;
-    for the epochs and mini-batches the paper reports "no significant changes").  Without changes (``ci``) nothing
-    runs and the table is empty."""
+    the rates (with the binomial standard errors of TPR*, FPR* and of the TPR at FPR = 0.01), the heads' test
+    accuracy, and the paper's TPR and FPR at ``tau_NN`` where it gives them (Table 1 for Table 3's recipe,
+    :data:`PAPER_VARIANTS`; for the epochs and mini-batches the paper reports "no significant changes").  Without
+    changes (``ci``) nothing runs and the table is empty."""
     experiment = PAPER_ROW[cfg.dataset]
     changes = [*cfg.training_variants, *([OOD] if cfg.ood else [])]
     changes = [None, *changes] if changes else []
@@ -424,7 +434,8 @@ def variant_sweep(cfg: Settings, pool: Pools, extractor: Extractor, progress: bo
             experiment, (np.nan, np.nan))
         rows.append({"change": "none (Table 3's full-batch SGD)" if change is None else change,
                      "gradient steps": HeadRecipe.of(cfg.dataset, 10, variant=variant).steps, **_rates_row(result),
-                     "TPR* SE": result.summary()["TPR* SE"], "paper TPR*": paper[0], "paper FPR*": paper[1]})
+                     "TPR* SE": result.summary()["TPR* SE"], "FPR* SE": result.summary()["FPR* SE"],
+                     "paper TPR*": paper[0], "paper FPR*": paper[1]})
     return pd.DataFrame(rows)
 
 
@@ -438,3 +449,25 @@ def out_of_distribution_pool(cfg: Settings, pool: Pools) -> tuple[torch.Tensor, 
         images = torch.rot90(images, 1, dims=(-2, -1)).contiguous()
     labels = torch.randperm(len(images), generator=torch.Generator().manual_seed(cfg.seed + 2)) % NUM_CLASSES
     return images, labels
+
+
+def paper_shape(folder) -> dict:
+    """The paper-shape run (:func:`compendium.book.execute_paper_shape`): writes stand-in EMNIST letters and MNIST
+    (:mod:`compendium.standin`, 28×28 IDX files, read and padded to 32×32 as the paper's) into ``folder`` and returns
+    the notebook's parameters: ``scale="paper"`` with the paper's MNIST pipeline (VGGtiny trained on the letters, its
+    256 features, Table 3's heads written to a shadow-head store, Table 2's generator at 32×32, disjoint validation
+    sets, every sweep) and its counts cut to seconds.  The CelebA experiment runs on MNIST's classes
+    (``identity_dataset="mnist"``): CelebA's needs WideResNet-50-2's pre-trained weights and LPIPS' VGG, which come
+    from hubs, so this run substitutes them by the setting the chapter documents."""
+    folder = Path(folder)
+    standin.emnist_letters(folder / "emnist", train=52, test=26)
+    standin.mnist(folder / "mnist", train=200, test=100)
+    # lists, not tuples: papermill writes a tuple parameter as its string (the settings take lists as tuples)
+    counts = dict(shadow_val=10, unconditional_steps=2, hidden=4,
+                  extractor_epochs=1, shadow_counts=[20], init_stds=[0.02], variant_shadow_train=20,
+                  variant_reconstructor_steps=1, identity_shadow_train=20, identity_steps=1, identity_max_attempts=2,
+                  identity_hidden=4, dp_noise_multipliers=[1.82], dp_shadow_train=20, dp_reconstructor_steps=1,
+                  readme_entries=1)
+    return {"scale": "paper", "dataset": "mnist", "identity_dataset": "mnist", "shadow_train": 40,
+            "reconstructor_steps": 2,
+            "overrides": {"data_dir": str(folder), "shadow_dir": str(folder / "shadow-heads"), **counts}}

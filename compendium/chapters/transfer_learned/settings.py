@@ -102,6 +102,16 @@ PAPER_DEFENDED_EPSILON = {("MNIST", 10): 7.2, ("MNIST", 40): 6.0, ("CIFAR", 10):
 GAMMA = 0.015
 
 
+#: Standard errors (of a difference of two rates) beyond which the chapter calls a change of the attack's rates
+#: significant, as the paper's "no significant changes" (Section 3.2, points 5 and 7) is read: about a 5 % two-sided
+#: test for each comparison.
+SIGNIFICANT_SE = 2.0
+
+
+#: Standard errors above chance (TPR = FPR = 0.01 at FPR = 0.01) beyond which an attack counts as working.
+CHANCE_SE = 3.0
+
+
 def paper_numbers() -> dict[str, float]:
     """The paper's values that the chapter's prose quotes, keyed for ``glue`` (one definition: the ``PAPER_*``
     constants above): ``tl_paper_<experiment>_<N>_{tpr,fpr,tpr01}`` (Table 1; experiment ``mnist``, ``cifar`` or
