@@ -729,20 +729,22 @@ def test_vggtiny_checkpoint_loads_tensors_only(tmp_path):
         vggtiny_checkpoint(str(tmp_path / "crafted.pth"))
 
 
-def test_paper_pipeline_runs_at_paper_shapes(tmp_path):
+def test_paper_pipeline_runs_at_paper_shapes(paper_shape_notebooks):
     """The notebook at paper scale on stand-in EMNIST letters and MNIST (28×28 files padded to 32×32), the counts
-    cut to seconds: VGGtiny's 256 features, heads of D_Theta = 2,570 weights written to a store with the
-    reconstructors' checkpoints beside them, Table 2's generator, every sweep; a complete card whose findings name
-    the data, image size and scale that ran."""
+    cut to seconds (run by the suite's book work, tests/test_paper_shapes.py): VGGtiny's 256 features, heads of
+    D_Theta = 2,570 weights written to a store with the reconstructors' checkpoints beside them, Table 2's generator,
+    every sweep; a complete card whose findings name the data, image size and scale that ran."""
     from compendium import book, scorecard
 
-    executed = book.execute_paper_shape("transfer_learned", device="cpu", out_dir=tmp_path)
+    executed = paper_shape_notebooks["transfer_learned"]
+    if isinstance(executed, Exception):
+        raise executed
     card = scorecard.read_card(executed)
     assert card is not None and [r["key"] for r in card["rows"]] == [c.key for c in chapter.CLAIMS]
     checked = [r for r in card["rows"] if r["expect"] in scorecard.CHECKED]
     assert all(r["checked"] and r["found"] for r in checked)
     assert all(r["found"].startswith("MNIST, 32×32, `paper` scale: ") for r in checked)
-    store = tmp_path / book.PAPER_SHAPE_DIR / "data" / "transfer_learned" / "shadow-heads"
+    store = executed.parents[1] / "data" / "transfer_learned" / "shadow-heads"
     main = store / "mnist-N10-K40-std0.002-sigmaNone-seed0"
     assert np.load(main / "weights.npy", mmap_mode="r").shape == (40, 2570)  # Table 2's D_Theta for MNIST
     assert (main / "reconstructor-residual4-conditional-steps2-curves-val10.pt").is_file()

@@ -158,13 +158,23 @@ def test_every_paper_chapter_publishes_a_complete_card(key: str, executed_notebo
     assert sum(r["kind"] == "headline" for r in card["rows"]) >= 1, f"{key}: no headline claim"
 
 
+#: Claims whose evidence the ``ci`` scale is too small to show, with the verdict they get there and why: the suite
+#: holds these too, so that the book scale's verdict is the one that moves when the evidence does.
+CI_VERDICTS = {
+    "tl-fig9": (REPRODUCED, "erratum 3's gap between Eq. (6) and the measured TPR at FPR = 0.01 is below a standard "
+                            "error with ci's 200 validation heads a class; the check needs 5"),
+}
+
+
 @pytest.mark.parametrize("key", PAPER_CHAPTERS)
 def test_ci_scale_holds_every_expected_verdict(key: str, executed_notebooks: dict[str, Path]):
     """A check decides a claim without stopping the run, so a changed verdict must fail here instead: at ``ci`` scale
-    every claim a check decides comes out as the chapter module expects it (or says that the scale skips it)."""
+    every claim a check decides comes out as the chapter module expects it (or says that the scale skips it), or as
+    :data:`CI_VERDICTS` says."""
     card = scorecard.read_card(executed_notebooks[key])
-    changed = {r["key"]: (r["expect"], r["verdict"], r["found"]) for r in card["rows"]
-               if r["expect"] in CHECKED and r["checked"] and r["verdict"] != r["expect"]}
+    expected = {r["key"]: CI_VERDICTS.get(r["key"], (r["expect"],))[0] for r in card["rows"]}
+    changed = {r["key"]: (expected[r["key"]], r["verdict"], r["found"]) for r in card["rows"]
+               if r["expect"] in CHECKED and r["checked"] and r["verdict"] != expected[r["key"]]}
     assert not changed, f"{key}: ci verdicts that differ from the expected ones (expect, got, found): {changed}"
 
 
