@@ -734,7 +734,7 @@ def test_paper_pipeline_runs_at_paper_shapes(paper_shape_notebooks):
     cut to seconds (run by the suite's book work, tests/test_paper_shapes.py): VGGtiny's 256 features, heads of
     D_Theta = 2,570 weights written to a store with the reconstructors' checkpoints beside them, Table 2's generator,
     every sweep; a complete card whose findings name the data, image size and scale that ran."""
-    from compendium import book, scorecard
+    from compendium import scorecard
 
     executed = paper_shape_notebooks["transfer_learned"]
     if isinstance(executed, Exception):
