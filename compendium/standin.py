@@ -125,3 +125,33 @@ def celeba_hq(folder: str | Path, *, n: int = 4, side: int = 256, seed: int = 0)
     for i in range(n):
         _jpeg(folder / f"{i:05d}.jpg", side, side, rng)
     return folder
+
+
+#: The topology of ``google/ddpm-celebahq-256`` (the diffusion chapter's paper-scale prior, a ``diffusers``
+#: ``UNet2DModel`` of 114 M parameters): six resolution levels of two ResNet blocks each, self-attention at the fifth
+#: (16×16 at a 256² input); its channel widths are (128, 128, 256, 256, 512, 512).
+CELEBAHQ_UNET = dict(layers_per_block=2, down_block_types=("DownBlock2D",) * 4 + ("AttnDownBlock2D", "DownBlock2D"),
+                     up_block_types=("UpBlock2D", "AttnUpBlock2D") + ("UpBlock2D",) * 4)
+
+
+def diffusion_unet(folder: str | Path, *, sample_size: int = 256, channels: int = 3,
+                   widths: tuple[int, ...] = (16, 16, 32, 32, 64, 64), groups: int = 8, seed: int = 0) -> Path:
+    """A ``diffusers.UNet2DModel`` with random weights (drawn under ``torch.manual_seed(seed)`` inside
+    ``torch.random.fork_rng``, so the caller's random state is untouched) written to ``folder`` by ``save_pretrained``,
+    where ``UNet2DModel.from_pretrained(folder)`` (the diffusion chapter's ``prior_checkpoint``) reads it: the
+    checkpoint's topology :data:`CELEBAHQ_UNET` at ``sample_size``² with ``channels`` colour channels, the channel
+    ``widths`` per level (the checkpoint's are 8 times the default's, too slow for one CPU core) and ``groups``
+    GroupNorm groups (the checkpoint's 32 need widths of at least 32)."""
+    import torch
+    from diffusers import UNet2DModel
+
+    if len(widths) != len(CELEBAHQ_UNET["down_block_types"]) or any(w % groups for w in widths):
+        raise ValueError(f"widths={widths!r}, groups={groups!r}; allowed: one width per level "
+                         f"({len(CELEBAHQ_UNET['down_block_types'])}), each a multiple of groups")
+    folder = Path(folder)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        unet = UNet2DModel(sample_size=sample_size, in_channels=channels, out_channels=channels,
+                           block_out_channels=tuple(widths), norm_num_groups=groups, **CELEBAHQ_UNET)
+    unet.save_pretrained(folder)
+    return folder

@@ -260,3 +260,86 @@ def test_paper_parameter_counts_match_the_architectures_by_hand():
     assert numbers["df_ex1_exact_2"] > numbers["df_ex1_exact_1"] > numbers["df_ex1_printed"]
     assert numbers["df_paper_gradient_gb_max"] == pytest.approx(4 * max(
         n for name, n in counts.items() if name != "ResMini") / 1e9)
+
+
+def test_memory_batch_cuts_to_the_free_memory_and_fails_clearly():
+    gib = 2 ** 30
+    assert chapter.memory_batch(4, free=100 * gib, footprint=gib) == 4  # the chapter's batch fits
+    assert chapter.memory_batch(40, free=10 * gib, footprint=gib) == 8  # 80 % of the free memory
+    assert chapter.memory_batch(4, free=gib, footprint=gib // 2) == 1
+    with pytest.raises(chapter.GPUMemoryTooSmall, match=r"needs about 20\.0 GiB .* 15\.0 GiB are free"):
+        chapter.memory_batch(4, free=15 * gib, footprint=20 * gib)
+    with pytest.raises(ValueError, match="footprint"):
+        chapter.memory_batch(4, free=gib, footprint=0)
+
+
+def test_batches_of_one_give_the_runs_of_the_default_batches(tiny, monkeypatch):
+    """What a GPU with little free memory does (Experiment.batch_size cut to 1) gives each image the run it has in
+    the chapter's batch, to float tolerance; on a CPU the batch is the chapter's."""
+    cfg, data, prior = tiny
+    exp = chapter.Experiment(cfg, prior, data)
+    assert exp.batch_size("DPS", "CNN", False) == max(data.targets, chapter.BATCH_ENTRIES // sum(
+        p.numel() for p in exp.model().parameters()))
+    settings = [dict(method=m, steps=4) for m in chapter.METHODS]
+    batched = exp.runs(settings, False, "")
+    one = chapter.Experiment(cfg, prior, data)
+    monkeypatch.setattr(one, "batch_size", lambda *args: 1)
+    alone = one.runs(settings, False, "")
+    np.testing.assert_allclose(alone["final PSNR"], batched["final PSNR"], rtol=1e-4)
+
+
+def test_rv_directions_are_drawn_on_the_device_and_seeded(tiny):
+    cfg, data, _ = tiny
+    generator = chapter.direction_generator(cfg)
+    assert generator.device == torch.device("cpu") and generator.initial_seed() == cfg.seed
+    model = chapter.attacked_model(cfg)
+    images, labels = data.images[:2], data.labels[:2]
+    runs = [dg.gradient_jacobian_norm_eq17(model, images, labels, directions=3,
+                                           generator=chapter.direction_generator(cfg)) for _ in range(2)]
+    torch.testing.assert_close(runs[0], runs[1], rtol=0, atol=0)  # the same seed, the same directions
+    # on the CPU the directions are the ones the chapter always drew (a CPU generator seeded with cfg.seed)
+    before = dg.gradient_jacobian_norm_eq17(model, images, labels, directions=3,
+                                            generator=torch.Generator().manual_seed(cfg.seed))
+    torch.testing.assert_close(runs[0], before, rtol=0, atol=0)
+
+
+def test_spectral_norm_by_power_iteration_bounds_the_loss_gradient(tiny):
+    cfg, data, _ = tiny
+    model = chapter.attacked_model(cfg)
+    image, label = data.target(0)
+    residual = torch.randn(sum(p.numel() for p in model.parameters()), generator=torch.Generator().manual_seed(0))
+    exact = float(torch.linalg.matrix_norm(dg.gradient_jacobian(model, image[0], label[0]), ord=2))
+    start = float(dg.gradient_jacobian_spectral_norm(model, image[0], label[0], start=residual, iterations=0))
+    power = dg.gradient_jacobian_spectral_norm(model, image[0], label[0], start=residual, iterations=30)
+    _, vjp = torch.func.vjp(dg._gradient_map(model, label[0]), image[0])
+    assert start == pytest.approx(float(vjp(residual / residual.norm())[0].norm()), rel=1e-5)
+    assert start <= power <= exact * (1 + 1e-4) and power == pytest.approx(exact, rel=0.05)
+    assert chapter.jacobian_spectral_norm(cfg, model, image, label, residual=residual) == (
+        pytest.approx(exact, rel=1e-6), "exact")
+
+
+def test_findings_record_without_stopping():
+    findings = chapter.Findings(targets=8)
+    assert findings.greater("a above b", 3.0, 1.0, 0.5) and not findings.greater("b above a", 1.0, 3.0, 0.5)
+    assert findings.at_most("a within 2 SE", 1.5, 1.0, 0.3, k=2) and not findings.check("x", holds=False, found="")
+    assert findings.table()["holds"].tolist() == ["yes", "no", "yes", "no"]
+    few = chapter.Findings(targets=chapter.SE_TARGETS - 1)
+    assert not few.greater("a above b", 3.0, 1.0, 0.5) and few.table()["holds"].tolist() == ["not run"]
+    assert "8×8 digits" in chapter.scope(chapter.settings("book", device="cpu"))
+    assert "3×256×256" in chapter.scope(chapter.settings("paper", device="cpu"))
+
+
+def test_paper_pipeline_runs_at_paper_shapes(tmp_path):
+    """The paper scale's pipeline at its shapes on stand-in files (256² RGB targets, a random-weight UNet2DModel of
+    the hub checkpoint's topology, the CNN at 3×256×256), counts cut to seconds: every claim gets a row."""
+    from compendium import book, scorecard
+
+    executed = book.execute_paper_shape("diffusion", device="cpu", out_dir=tmp_path)
+    card = scorecard.read_card(executed)
+    assert card is not None and {row["key"] for row in card["rows"]} == {c.key for c in chapter.CLAIMS}
+    checked = [row for row in card["rows"] if row["expect"] in scorecard.CHECKED]
+    assert all(row["checked"] and "3×256×256" in row["found"] for row in checked
+               if row["key"] in ("df-table1", "df-table3", "df-rv"))
+    nb = nbformat.read(executed, as_version=4)
+    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    assert "of shape (3, 256, 256)" in text and "power-iteration" in text

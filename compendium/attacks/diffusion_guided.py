@@ -436,6 +436,28 @@ def gradient_jacobian(model: nn.Module, image: torch.Tensor, label: torch.Tensor
     return torch.func.jacfwd(_gradient_map(model, label))(image).flatten(1)
 
 
+def gradient_jacobian_spectral_norm(model: nn.Module, image: torch.Tensor, label: torch.Tensor, *,
+                                    start: torch.Tensor, iterations: int) -> float:
+    """``||J||_2`` of ``J = d g(x) / d x`` for one image (C, H, W), without forming ``J``: power iteration on
+    ``J J^T`` from ``start`` (a vector of the weight-gradient space), one vector-Jacobian and one Jacobian-vector
+    product (``torch.func.vjp``, ``torch.func.jvp``) per step.  It returns the largest ``||J^T v_k||`` over the
+    unit iterates ``v_0 = start / ||start||, ..., v_iterations``: a lower bound of ``||J||_2`` that grows with the
+    iterations, and at least ``||J^T start|| / ||start||`` (so at least ``||grad_x ||g - g(x)|| ||`` when ``start``
+    is the residual ``g(x) - g``; Lemma 5's left side, Eq. 33)."""
+    validation.integer("iterations", iterations, minimum=0)
+    gradient_of = _gradient_map(model, label)
+    _, vjp = torch.func.vjp(gradient_of, image)
+    v = start.detach().flatten().to(image) / start.norm()
+    best = 0.0
+    for step in range(iterations + 1):
+        (w,) = vjp(v)
+        best = max(best, float(w.norm()))
+        if step < iterations:
+            jw = torch.func.jvp(gradient_of, (image,), (w,))[1]
+            v = jw / jw.norm()
+    return best
+
+
 def gradient_jacobian_norm(model: nn.Module, images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """``||d g(x) / d x||_F`` per image (B,): the quantity Definition 3 maximises over the data (Eq. 16), exactly
     (:func:`gradient_jacobian`)."""
@@ -449,7 +471,9 @@ def gradient_jacobian_norm_eq17(model: nn.Module, images: torch.Tensor, labels: 
                                 generator: torch.Generator, law: str = "gaussian") -> torch.Tensor:
     """The paper's estimator Eq. (17) per image (B,): ``mean_j ||grad_x (v_j^T grad_W F(x; W))|| = mean_j ||J^T v_j||``
     over ``directions`` random ``v_j`` in the weight-gradient space (one vector-Jacobian product, i.e. one double
-    back-propagation, per direction; ``torch.func.vjp`` under ``vmap``, in chunks of at most 2^27 numbers).
+    back-propagation, per direction; ``torch.func.vjp`` under ``vmap``, in chunks of at most 2^27 numbers).  The
+    directions are drawn on ``generator``'s device: pass one on the model's device (a direction has as many numbers as
+    the model has weights).
 
     The paper says "random orthogonal directions" and gives no law.  ``law="gaussian"``: ``v ~ N(0, I_m)``, so
     ``E ||J^T v||^2 = ||J||_F^2`` and, by Jensen, the mean of norms is at most ``||J||_F``; ``law="unit"``: ``v``

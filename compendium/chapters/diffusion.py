@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -23,7 +24,7 @@ from torch import nn
 from tqdm import tqdm
 
 from compendium import data as datasets
-from compendium import metrics, validation
+from compendium import metrics, standin, validation
 from compendium.attacks import diffusion_guided as dg
 from compendium.base import in_repository, resolve_device
 from compendium.bounds import diffusion as theory
@@ -68,6 +69,14 @@ PAPER_TABLE5 = {"DLG": 13.1835, "IG": 17.0756, "GI": 16.5109, "GIAS": 13.3885, "
 PAPER_TABLE6 = {"DLG": 6.5871, "IG": 11.2677, "GI": 10.4968, "GIAS": 12.1276, "GGL": 14.8982, "GIFD": 13.7118,
                 "FinetunedDiff": 11.6675, "DPS": 18.4069, "DSG": 14.9709}
 TABLE6_VARIANCE = 1e-2
+#: The image the paper attacks, channels x side: 3x256x256 faces.
+PAPER_IMAGE = (3, 256)
+#: The paper's PSNR as it prints it, to four decimals (``formats`` of :func:`compendium.plotting.table`).
+PAPER_PSNR_FORMAT = {"paper PSNR": "{:.4f}"}
+#: The lower end of the axis of L_g / d (Lemma 3's constant per dimension) in the chapter's figure of it.
+LIPSCHITZ_FLOOR = 1e-25
+#: How far DPS's mean final PSNR must fall over the raw noise grid for Table 1's trend to count as reproduced (dB).
+T1_DPS_DROP = 8.0
 #: Inverting Gradients' random starts per reconstruction (the authors' ``inversefed`` examples use 1 to 8).
 IG_RESTARTS = 2
 #: The paper's other baselines and what each needs that the book does not ship.
@@ -186,6 +195,83 @@ class Settings(_Settings):
 def settings(scale: str = "book", device: str = "auto", seed: int = 0, **overrides) -> Settings:
     """The chapter's settings: the scale's values, replaced by every override that is not ``None``."""
     return resolve(Settings, SCALES, scale, device, seed, overrides)
+
+
+def scope(cfg: Settings) -> str:
+    """Where a finding of the run was made, for the scorecard's ``found`` texts, the findings table and the errata:
+    the images (their size and source), the prior, the number of targets and the scale, from the settings."""
+    side = f"{cfg.image_size}×{cfg.image_size}"
+    if cfg.digits:
+        images = f"{side} digits and a prior trained here"
+    else:
+        images = (f"{cfg.in_channels}×{side} images of {Path(cfg.celeba_dir).name} and the prior "
+                  f"{Path(cfg.prior_checkpoint).name}")
+    return f"{images}, {cfg.targets} target{'s' * (cfg.targets != 1)}, {cfg.scale} scale"
+
+
+#: Fewest targets for a finding stated beyond k standard errors of the mean over the targets (fewer: not checked).
+SE_TARGETS = 3
+
+
+class Findings:
+    """The run's own findings that no claim of the paper decides (an ordering of two means, the sign of a
+    correlation, a plateau): each is recorded with whether it held and what was measured, and never stops the run;
+    :meth:`table` lists them for the notebook (the paper's claims go on the scorecard card instead).  ``targets``
+    is the number of targets a mean is taken over: an ordering by standard errors needs :data:`SE_TARGETS`."""
+
+    def __init__(self, targets: int):
+        self.targets = validation.integer("targets", targets)
+        self.rows: list[dict] = []
+
+    def check(self, what: str, *, holds, found: str) -> bool:
+        """Record the finding ``what`` (a sentence), whether it ``holds``, and ``found`` (the numbers behind it)."""
+        self.rows.append({"finding": what, "holds": "yes" if bool(holds) else "no", "found": found})
+        return bool(holds)
+
+    def _by_se(self, what: str, holds: bool, found: str) -> bool:
+        if self.targets < SE_TARGETS:
+            self.rows.append({"finding": what, "holds": "not run", "found": f"{self.targets} targets; {found}"})
+            return False
+        return self.check(what, holds=holds, found=found)
+
+    def greater(self, what: str, high: float, low: float, se: float, *, k: float = 3.0) -> bool:
+        """``high - low > k se``: an ordering that the noise of the means cannot explain (``se`` the standard error of
+        the difference), recorded as ``"not run"`` with fewer than :data:`SE_TARGETS` targets."""
+        return self._by_se(what, high - low > k * se, f"{high:.2f} against {low:.2f} dB, {k:g} SE = {k * se:.2f} dB")
+
+    def at_most(self, what: str, value: float, bound: float, se: float, *, k: float = 3.0) -> bool:
+        """``value <= bound + k se``: ``value`` not above ``bound`` beyond the noise (``se`` of the difference),
+        recorded as ``"not run"`` with fewer than :data:`SE_TARGETS` targets."""
+        return self._by_se(what, value <= bound + k * se,
+                           f"{value:.2f} against {bound:.2f} dB, {k:g} SE = {k * se:.2f} dB")
+
+    def table(self) -> pd.DataFrame:
+        """One row per finding, in the order they were recorded."""
+        return pd.DataFrame(self.rows, columns=["finding", "holds", "found"])
+
+
+#: The paper-shape run's counts (:func:`paper_shape`): the paper scale's images, prior topology and CNN, each count
+#: cut so that the run takes about a minute and a half of CPU time (and 7 GB of memory: the CNN's gradients); two
+#: step counts, step sizes and guidance rates keep every table.
+PAPER_SHAPE_OVERRIDES = dict(dps_steps=3, dsg_steps=2, prior_samples=1, attacked_models=["CNN"], rv_images=1,
+                             rv_directions=2, variances=[0.0, TABLE6_VARIANCE], normalised_variances=[TABLE6_VARIANCE],
+                             sweep_zetas=[110.0, 230.0], sweep_rates=[0.2, 1.0], rv_zetas=[230.0],
+                             dlg_iterations=2)
+
+
+def paper_shape(folder: str | Path) -> dict:
+    """The notebook's parameters for a run of the paper pipeline at its shapes on stand-in files in ``folder``
+    (:func:`compendium.book.execute_paper_shape`): one 256² JPEG of random pixels as the CelebA-HQ target
+    (:func:`compendium.standin.celeba_hq`), a ``UNet2DModel`` with the hub checkpoint's topology at 256² and random
+    weights, saved to ``folder/unet`` as ``prior_checkpoint`` (:func:`compendium.standin.diffusion_unet`, channel
+    widths cut from the checkpoint's (128, ..., 512) to (16, ..., 64): the full 114 M parameters take tens of seconds
+    a step on one core), the paper's CNN at 3×256×256 as the one attacked network, and
+    :data:`PAPER_SHAPE_OVERRIDES`' counts.  Nothing is downloaded; the numbers mean nothing."""
+    folder = Path(folder)
+    images = standin.celeba_hq(folder / "celeba-hq", n=1, side=PAPER_IMAGE[1])
+    unet = standin.diffusion_unet(folder / "unet", sample_size=PAPER_IMAGE[1], channels=PAPER_IMAGE[0])
+    return {"scale": "paper", "targets": 1, "celeba_dir": str(images), "prior_checkpoint": str(unet),
+            "overrides": dict(PAPER_SHAPE_OVERRIDES)}
 
 
 def epsilon_table(variances=theory.TABLE1_VARIANCES, *, delta=1e-5, sensitivity=1.0) -> pd.DataFrame:
@@ -418,6 +504,34 @@ def attack(cfg: Settings, prior_: Prior, model: nn.Module, data: Data, *, method
 #: Most gradient entries (images x weights) one batch holds: 2 GiB of float32 target gradients (a batch of the paper's
 #: 134-million-weight CNN then holds 4 images); a batch holds at least ``cfg.targets`` images.
 BATCH_ENTRIES = 2 ** 29
+#: The share of the GPU's free memory that a batch's images may fill (:func:`memory_batch`); the rest is headroom
+#: for the allocator's fragmentation and the steps' temporaries.
+GPU_MEMORY_SHARE = 0.8
+
+
+def gradient_bytes(model: nn.Module) -> int:
+    """Bytes of one weight gradient of ``model`` (its parameters' sizes, in their dtype)."""
+    return sum(p.numel() * p.element_size() for p in model.parameters())
+
+
+class GPUMemoryTooSmall(RuntimeError):
+    """Not even one image's guided sampler step fits in the GPU's free memory."""
+
+
+def memory_batch(size: int, *, free: int, footprint: int, share: float = GPU_MEMORY_SHARE) -> int:
+    """The images of one batch on a GPU: ``size`` (the batch the chapter would run), cut to ``floor(share free /
+    footprint)``, ``free`` the GPU's free bytes (``torch.cuda.mem_get_info``) and ``footprint`` the bytes one image
+    needs (:meth:`Experiment.footprint`).  :class:`GPUMemoryTooSmall` when not one image fits."""
+    validation.integer("size", size)
+    validation.integer("free", free, minimum=0)
+    validation.integer("footprint", footprint)
+    fits = int(share * free // footprint)
+    if fits < 1:
+        raise GPUMemoryTooSmall(
+            f"one image's guided sampler step needs about {footprint / 2 ** 30:.1f} GiB of GPU memory and "
+            f"{free / 2 ** 30:.1f} GiB are free ({share:.0%} of it usable): use a GPU with more memory, fewer weights "
+            "(attacked_models), a smaller prior, or device='cpu'")
+    return min(size, fits)
 
 
 class Experiment:
@@ -426,12 +540,13 @@ class Experiment:
     CNN row, Table 3's default step size, Table 5's samplers), and :meth:`runs` attacks all the targets of a list of
     settings, as few batches as the settings allow: one per method, model, gradient (raw or normalised) and step
     count, whatever the noise variances and step sizes (a batch of 40 images costs about 0.7 times as much per image
-    as one of 8 on the CNN)."""
+    as one of 8 on the CNN); on CUDA a batch holds no more images than the free memory does (:meth:`batch_size`)."""
 
     def __init__(self, cfg: Settings, prior_: Prior, data: Data):
         self.cfg, self.prior, self.data = cfg, prior_, data
         self._models: dict[str, nn.Module] = {}
         self._runs: dict[tuple, Run] = {}
+        self._footprints: dict[tuple, int] = {}
 
     def model(self, name: str = "CNN") -> nn.Module:
         if name not in self._models:
@@ -457,8 +572,7 @@ class Experiment:
                 groups.setdefault(group, {})[key] = (setting, i)
         batches = []
         for (method, name, normalised, steps), pending in groups.items():
-            weights = sum(p.numel() for p in self.model(name).parameters())
-            size = max(self.data.targets, BATCH_ENTRIES // weights)
+            size = self.batch_size(method, name, normalised)
             items = list(pending.items())
             batches += [(method, name, normalised, steps, items[k:k + size]) for k in range(0, len(items), size)]
         for method, name, normalised, steps, items in tqdm(batches, desc=desc, unit="batch", disable=not progress):
@@ -468,6 +582,45 @@ class Experiment:
                           parameter=[s["parameter"] for _, (s, _) in items])
             for (key, _), run in zip(items, runs):
                 self._runs[key] = run
+
+    def batch_size(self, method: str, name: str, normalised: bool) -> int:
+        """Images per batch of ``method`` on the model ``name``: at most :data:`BATCH_ENTRIES` gradient entries and
+        at least ``cfg.targets`` images; on CUDA also no more than the free memory holds (:func:`memory_batch`, with
+        :meth:`footprint`).  An image's run does not depend on its batch, up to float rounding."""
+        weights = sum(p.numel() for p in self.model(name).parameters())
+        size = max(self.data.targets, BATCH_ENTRIES // weights)
+        device = resolve_device(self.cfg.device)
+        if device.type != "cuda":
+            return size
+        footprint = self.footprint(method, name, normalised)
+        # free on the device, and what torch's allocator holds unused (it counts as taken there)
+        free = (torch.cuda.mem_get_info(device)[0] + torch.cuda.memory_reserved(device)
+                - torch.cuda.memory_allocated(device))
+        return memory_batch(size, free=int(free), footprint=footprint)
+
+    def footprint(self, method: str, name: str, normalised: bool) -> int:
+        """Bytes of CUDA memory one image of ``method`` on the model ``name`` takes, measured once per (method,
+        model, gradient): the peak allocated over one guided step of a batch of one (the denoiser's forward pass
+        unless the method has no prior, the matching distance to the first target's gradient and its derivative in
+        the image, :class:`~compendium.attacks.diffusion_guided.MatchingDistance`), plus the raw and released
+        gradients :func:`attack` holds per image."""
+        key = (method, name, normalised)
+        if key not in self._footprints:
+            device = resolve_device(self.cfg.device)
+            model = self.model(name)
+            image, label = self.data.target(0, device)
+            torch.cuda.synchronize(device)
+            before = torch.cuda.memory_allocated(device)
+            torch.cuda.reset_peak_memory_stats(device)
+            gradient = dg.weight_gradient(model, image, label)[None]
+            distance = dg.MatchingDistance(model, label, gradient, normalise=normalised)
+            x = torch.zeros_like(image).requires_grad_(True)
+            x0 = x if method in ("DLG", "IG") else x - denoisers.predict_noise(self.prior.model, x, dg.TRAIN_STEPS // 2)
+            torch.autograd.grad(distance(x0).sum(), x)
+            peak = torch.cuda.max_memory_allocated(device) - before
+            del gradient, distance, x, x0
+            self._footprints[key] = int(peak + 2 * gradient_bytes(model))
+        return self._footprints[key]
 
     def run(self, *, target: int, **setting) -> Run:
         """:func:`attack` of one target with the chapter's defaults, once per distinct attack.  All the targets of
@@ -576,11 +729,37 @@ def paper_table1_consistency() -> pd.DataFrame:
 EXACT_RV_PIXELS = 4096  # the exact Jacobian costs one JVP per pixel: skipped above 64x64 (paper scale: Eq. 17 only)
 
 
+#: Power-iteration steps of ``||J||_2`` above :data:`EXACT_RV_PIXELS` pixels (Lemma 5's check).
+SPECTRAL_ITERATIONS = 5
+
+
+def jacobian_spectral_norm(cfg: Settings, model: nn.Module, image: torch.Tensor, label: torch.Tensor, *,
+                           residual: torch.Tensor) -> tuple[float, str]:
+    """``||J||_2`` of the weight gradient's Jacobian at one image (1, C, H, W) and how it was computed: exactly
+    (the matrix, :func:`~compendium.attacks.diffusion_guided.gradient_jacobian`) up to :data:`EXACT_RV_PIXELS`
+    pixels, else by :data:`SPECTRAL_ITERATIONS` power-iteration steps from ``residual``
+    (:func:`~compendium.attacks.diffusion_guided.gradient_jacobian_spectral_norm`, a lower bound of ``||J||_2`` that
+    is at least ``||J^T residual|| / ||residual||``)."""
+    if math.prod(cfg.shape[1:]) <= EXACT_RV_PIXELS:
+        return float(torch.linalg.matrix_norm(dg.gradient_jacobian(model, image[0], label[0]), ord=2)), "exact"
+    norm = dg.gradient_jacobian_spectral_norm(model, image[0], label[0], start=residual,
+                                              iterations=SPECTRAL_ITERATIONS)
+    return norm, f"{SPECTRAL_ITERATIONS} power-iteration steps"
+
+
 def paper_rank_correlations(models: tuple[str, ...] = tuple(PAPER_TABLE2)) -> dict[str, float]:
     """Spearman's rank correlation of RV and PSNR over the ``models`` rows of the paper's Table 2 (which prints
     none), for DPS and DSG."""
     rv, dps, dsg = np.array([PAPER_TABLE2[m] for m in models]).T
     return {"DPS": float(stats.spearmanr(rv, dps).statistic), "DSG": float(stats.spearmanr(rv, dsg).statistic)}
+
+
+def direction_generator(cfg: Settings) -> torch.Generator:
+    """The generator of Eq. (17)'s random directions, seeded with ``cfg.seed``, on the chapter's device: each
+    direction has as many numbers as the attacked network has weights (10^8 to 2 10^8 at the paper's 256x256), so
+    they are drawn where the double back-propagation runs, never on the CPU and copied.  On the CPU it is the
+    generator the chapter always used (the same directions)."""
+    return torch.Generator(device=resolve_device(cfg.device)).manual_seed(cfg.seed)
 
 
 def rv_table(exp: Experiment, progress: bool = True) -> pd.DataFrame:
@@ -598,7 +777,7 @@ def rv_table(exp: Experiment, progress: bool = True) -> pd.DataFrame:
         exact = (dg.gradient_jacobian_norm(model, images, labels)
                  if math.prod(cfg.shape[1:]) <= EXACT_RV_PIXELS else torch.full((len(images),), math.nan))
         eq17 = dg.gradient_jacobian_norm_eq17(model, images, labels, directions=cfg.rv_directions,
-                                              generator=torch.Generator().manual_seed(cfg.seed))
+                                              generator=direction_generator(cfg))
         paper = PAPER_TABLE2[name]
         rows.append({"model": name, "parameters": sum(p.numel() for p in model.parameters()),
                      "RV (Def. 3, max)": float(exact.max()), "mean ‖J‖_F": float(exact.mean()),
@@ -688,10 +867,6 @@ def sweep_table(runs: pd.DataFrame, column: str) -> pd.DataFrame:
     return over_targets(runs, ["parameter"]).rename(columns={"parameter": column})
 
 
-#: The image the paper attacks, channels x side: 3x256x256 faces.
-PAPER_IMAGE = (3, 256)
-
-
 def paper_parameter_counts() -> dict[str, int]:
     """The weights of each attacked network at the paper's 3x256x256 input, counted on the ``meta`` device (no memory
     is allocated): the size of one gradient, the vector every sampler step differentiates twice."""
@@ -737,7 +912,6 @@ PAPER = "Huang, Meng et al. (2024)"
 ERRATA_TABLE = "df-errata-table"
 #: Rows of the errata table that no claim of the scorecard decides, and why (none).
 ERRATA_ELSEWHERE: dict[int, str] = {}
-_BOOK_DATA = "8×8 digits and a prior trained here, not 256×256 CelebA-HQ faces and a pretrained face prior"
 _T1_DSG_RAW = PAPER_TABLE1[("DSG", False, TABLE6_VARIANCE)]  # (PSNR, MSE) of the row that contradicts itself
 _T3_BEST = max(PAPER_TABLE3, key=PAPER_TABLE3.get)
 _T4_BEST = max(PAPER_TABLE4, key=PAPER_TABLE4.get)
@@ -791,8 +965,8 @@ CLAIMS = (
     Claim("df-fig2", "Sec. 4.2.1, Figure 2", "figure",
           "Along the reverse process the gradient distance falls, and the MSE to the private image falls with it.",
           "{numref}`df-fig-loss-trajectory`", IN_SHAPE,
-          reason=f"for both samplers the loss and the MSE of the last step are below those of the first (the first "
-                 f"target; {_BOOK_DATA})"),
+          reason="for both samplers the loss and the MSE of the last step are below those of the first (the first "
+                 "target)"),
     Claim("df-fig3", "Sec. 4.2.1, Figure 3", "figure",
           "The estimates $\\hat{\\mathbf x}_0(\\mathbf x_t)$ approach the private image along the reverse process.",
           "{numref}`df-fig-snapshots`", IN_SHAPE,
@@ -811,13 +985,12 @@ CLAIMS = (
           "Gradients normalised before the noise is added are easier to attack than raw ones.",
           "{ref}`df-noisy`", NOT_CHECKABLE,
           reason="it depends on ‖g₀‖, which the paper does not report: normalising to norm 1 shrinks the signal where "
-                 "‖g₀‖ > 1, as on the book's CNN, where normalised gradients give the lower PSNR at every noise level "
-                 "(asserted)"),
+                 "‖g₀‖ > 1; the chapter's table of findings says which gradient the run's CNN gave the higher PSNR"),
     Claim("df-table1", "Table 1", "table",
           "The quality of both samplers' reconstructions falls with the noise variance $\\sigma^2$, on raw and on "
           "normalised gradients.", "{ref}`df-noisy`", IN_SHAPE,
           reason=f"on raw gradients both samplers' mean final PSNR falls with σ² (no rise of 1 dB), DPS's by more than "
-                 f"8 dB ({_BOOK_DATA}; the paper reports the oracle peak)"),
+                 f"{T1_DPS_DROP:g} dB (the paper reports the oracle peak)"),
     Claim("df-table1-eps", "Table 1, its ε", "table",
           "The normalised rows are $(\\varepsilon,\\delta)$-DP by Lemma 1, with $\\varepsilon$ = "
           + ", ".join(f"{e:g}" for e in theory.TABLE1_EPSILONS) + ".", "{ref}`df-privacy`", DIFFERS, erratum=1),
@@ -832,14 +1005,15 @@ CLAIMS = (
           f"RV of five networks with fixed random weights, from ResNet9's {PAPER_TABLE2['ResMini'][0]:g} to MLP_1's "
           f"{PAPER_TABLE2['MLP_1'][0]:g}, beside both samplers' reconstructions.", "{ref}`df-rv-sec`", IN_SHAPE,
           reason="the network with the paper's largest RV has the largest RV here, and the MLPs keep the paper's "
-                 "order (Definition 3's exact RV at 8×8; the paper's RV and PSNR are at 256×256)"),
+                 "order (Definition 3's exact RV where the images are small enough, else Eq. (17); the paper's RV and "
+                 "PSNR are at 256×256)"),
     Claim("df-rv", "Sec. 4.2.3", "statement",
           "Models with a larger RV give better reconstructions: RV measures a model's vulnerability.",
           "{ref}`the step-size table <df-rv-step-label>`", DIFFERS, erratum=10),
     Claim("df-table3", "Table 3, Sec. 4.2.4", "table",
           f"DPS's PSNR peaks at the step size $\\zeta$ = {_T3_BEST} ({PAPER_TABLE3[_T3_BEST]:.4f} dB) and falls "
           "beyond it.", "{ref}`df-sweeps`", IN_SHAPE,
-          reason="the step size has an interior optimum, on the book's grid of ζ (the paper's belong to its gradient "
+          reason="the step size has an interior optimum, on the scale's grid of ζ (the paper's belong to its gradient "
                  "scale at 256×256)"),
     Claim("df-table4", "Table 4, Sec. 4.2.4", "table",
           f"Too small a guidance rate gives too little guidance: the PSNR is lowest at $m_r$ = "
@@ -848,16 +1022,16 @@ CLAIMS = (
     Claim("df-table4-peak", "Table 4, Sec. 4.2.4", "statement",
           f"The guidance rate has an interior optimum, $m_r$ = {_T4_BEST:.2f} ({PAPER_TABLE4[_T4_BEST]:.4f} dB); "
           "higher rates degrade the reconstruction.", "{ref}`df-sweeps`", NOT_CHECKABLE,
-          reason="Table 4 is one image without a spread, so its differences near the peak cannot be told from the "
-                 "noise of one run; on the book's targets the PSNR rises up to $m_r=1$ at DSG's step count "
-                 "(asserted) and is flat near it at DPS's"),
+          reason="Table 4 states neither how many images each PSNR averages nor a spread, so its differences near "
+                 "the peak cannot be told from the noise of the runs; the chapter's table of findings says whether "
+                 "the run's PSNR rises up to $m_r=1$"),
     Claim("df-table5", "Table 5, Sec. 4.2.5", "table",
           f"Without noise both samplers ({PAPER_TABLE5['DPS']:.4f} and {PAPER_TABLE5['DSG']:.4f} dB) beat seven "
           f"baselines, the best of them {_T5_BEST} ({PAPER_TABLE5[_T5_BEST]:.4f} dB).", "{ref}`df-baselines`",
           NOT_HERE,
           reason="five of the baselines need pretrained generators or an unpublished fine-tuning recipe that the book "
-                 "does not download, and the comparison needs the paper's 256×256 faces; on 8×8 digits the "
-                 "prior-free Inverting Gradients beats DPS (asserted at `book` scale)"),
+                 "does not download, and the comparison needs the paper's 256×256 faces; the chapter's table of "
+                 "findings says whether the prior-free Inverting Gradients beats DPS on the images that ran"),
     Claim("df-table6", "Table 6, Sec. 4.2.5", "table",
           f"With noise of variance {TABLE6_VARIANCE:g} on the raw gradients the samplers stay ahead: DPS "
           f"{PAPER_TABLE6['DPS']:.4f} dB, DSG {PAPER_TABLE6['DSG']:.4f} dB, the best baseline {_T6_BEST} "
@@ -868,7 +1042,7 @@ CLAIMS = (
           "Gradient-guided diffusion models reconstruct private images starting from random noise, even when a small "
           "amount of DP noise is added to the gradients.", "{ref}`df-baselines`", IN_SHAPE,
           reason=f"with noise of variance {TABLE6_VARIANCE:g} on the raw gradients the better sampler still ends "
-                 f"above the prior-only floor ({_BOOK_DATA})"),
+                 "above the prior-only floor"),
     Claim("df-conclusion", "Sec. 6", "headline",
           "Two training-free methods reconstruct private images from leaked gradients with minimal changes to a "
           "diffusion model's sampling and without prior knowledge of the image.", "{ref}`df-baselines`", IN_SHAPE,
