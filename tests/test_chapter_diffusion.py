@@ -329,12 +329,15 @@ def test_findings_record_without_stopping():
     assert "3×256×256" in chapter.scope(chapter.settings("paper", device="cpu"))
 
 
-def test_paper_pipeline_runs_at_paper_shapes(tmp_path):
+def test_paper_pipeline_runs_at_paper_shapes(paper_shape_notebooks):
     """The paper scale's pipeline at its shapes on stand-in files (256² RGB targets, a random-weight UNet2DModel of
-    the hub checkpoint's topology, the CNN at 3×256×256), counts cut to seconds: every claim gets a row."""
-    from compendium import book, scorecard
+    the hub checkpoint's topology, the CNN at 3×256×256), counts cut to seconds (run by the suite's book work,
+    tests/test_paper_shapes.py): every claim gets a row."""
+    from compendium import scorecard
 
-    executed = book.execute_paper_shape("diffusion", device="cpu", out_dir=tmp_path)
+    executed = paper_shape_notebooks["diffusion"]
+    if isinstance(executed, Exception):
+        raise executed
     card = scorecard.read_card(executed)
     assert card is not None and {row["key"] for row in card["rows"]} == {c.key for c in chapter.CLAIMS}
     checked = [row for row in card["rows"] if row["expect"] in scorecard.CHECKED]
