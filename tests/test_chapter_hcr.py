@@ -4,6 +4,7 @@ structure of every table and the consistency of the results rather than the pape
 asserts at ``ci`` scale."""
 from __future__ import annotations
 
+import nbformat
 import numpy as np
 import pytest
 import torch
@@ -148,7 +149,6 @@ def test_paper_pipeline_runs_at_paper_shapes(tmp_path):
     assert "CIFAR-10 at 32×32" in verdicts["hcr-cifar-accuracy"]["found"]
     assert verdicts["hcr-abstract-small-nets"]["checked"]              # decided on MNIST and CIFAR-10
     assert not verdicts["hcr-fig5"]["checked"]                           # no ImageNet
-    import nbformat
     text = "\n".join(o.get("text", "") for c in nbformat.read(executed, as_version=4).cells
                      if c.cell_type == "code" for o in c.get("outputs", []))
     assert "1 × 28 × 28" in text and "3 × 32 × 32" in text

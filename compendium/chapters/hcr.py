@@ -218,7 +218,7 @@ def host_ram_bytes(cfg: Settings) -> int:
 
 def paper_shape(folder) -> dict:
     """The paper pipeline at the paper's shapes, cut to seconds (:func:`compendium.book.execute_paper_shape`): writes
-    MNIST (28×28, 200 training and 40 test digits) and CIFAR-10 (32×32×3, 100 training and 40 test images) stand-ins
+    MNIST (28×28, 100 training and 10 test digits) and CIFAR-10 (32×32×3, 50 training and 10 test images) stand-ins
     into ``folder`` (:mod:`compendium.standin`) and returns the notebook's parameters: ``scale="paper"`` (the
     paper's MLP 784 → 784 → 784 and CNN with widths 32, 1024, 3072 and 3,072 hidden units, its sizes ``s`` and
     noise levels), with 2 images per task, 2 restarts, 1 epoch, repetitions ``i`` of 1 and 2, LSQR capped at 5
@@ -226,8 +226,8 @@ def paper_shape(folder) -> dict:
     CPU-minutes; :func:`hcr.jacobian_rank` is tested on its own), 2 releases, 5 inversion steps, 1 decoder epoch
     and no ImageNet."""
     folder = Path(folder)
-    standin.mnist(folder / "mnist", train=200, test=40, seed=0)
-    standin.cifar10(folder / "cifar10", per_batch=20, test=40, seed=1)
+    standin.mnist(folder / "mnist", train=100, test=10, seed=0)
+    standin.cifar10(folder / "cifar10", per_batch=10, test=10, seed=1)
     return dict(scale="paper", data_dir=str(folder), gray_examples=2, gray_cnn_examples=2, colour_examples=2,
                 num_restarts=2, gray_epochs=1, colour_epochs=1, power_iterations=[1, 2], lsqr_iter_lim=5,
                 rank_images=0, releases=2, inversion_steps=5, decoder_epochs=1, imagenet_dir=None)
