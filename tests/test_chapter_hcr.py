@@ -4,6 +4,7 @@ structure of every table and the consistency of the results rather than the pape
 asserts at ``ci`` scale."""
 from __future__ import annotations
 
+import nbformat
 import numpy as np
 import pytest
 import torch
@@ -123,3 +124,31 @@ def test_quoted_numbers_solve_the_coding_exercises():
     assert numbers["hcr_ex4_pair"] == pytest.approx(1.0) and numbers["hcr_ex4_third"] == pytest.approx(1.0)
     assert numbers["hcr_ex5_ratio_first"] == pytest.approx(64.0)
     assert (numbers["hcr_ex5_crb_last"], numbers["hcr_ex5_eq18_last"]) == pytest.approx((2.0, 1.0))
+
+
+def test_host_ram_at_paper_scale_fits_a_colab_runtime():
+    # MNIST's 10,000 and CIFAR-10's 2,500 test images with R = 25: the kept results are a few (B, p) arrays per run
+    paper = chapter.host_ram_bytes(chapter.settings("paper", "cpu"))
+    assert paper < 40 * 2**30
+    assert chapter.host_ram_bytes(chapter.settings("ci", "cpu")) < paper
+    # the per-draw arrays are not kept: 25 restarts cost little more than one
+    one = chapter.host_ram_bytes(chapter.settings("paper", "cpu", num_restarts=1))
+    assert paper - one < 4 * 2**30
+
+
+def test_paper_pipeline_runs_at_paper_shapes(tmp_path):
+    # MNIST 28×28 through the paper's 784-784-784 MLP and CIFAR-10 32×32×3 through its 38.6M-parameter CNN, on
+    # stand-in files with the counts cut to seconds: every cell runs, and the card is complete
+    from compendium import book, scorecard
+
+    executed = book.execute_paper_shape("hcr", device="cpu", out_dir=tmp_path)
+    card = scorecard.read_card(executed)
+    assert card is not None and {row["key"] for row in card["rows"]} == {c.key for c in chapter.CLAIMS}
+    verdicts = {row["key"]: row for row in card["rows"]}
+    assert "MNIST's 28×28 digits, `paper` scale" in verdicts["hcr-mnist-accuracy"]["found"]
+    assert "CIFAR-10 at 32×32" in verdicts["hcr-cifar-accuracy"]["found"]
+    assert verdicts["hcr-abstract-small-nets"]["checked"]              # decided on MNIST and CIFAR-10
+    assert not verdicts["hcr-fig5"]["checked"]                           # no ImageNet
+    text = "\n".join(o.get("text", "") for c in nbformat.read(executed, as_version=4).cells
+                     if c.cell_type == "code" for o in c.get("outputs", []))
+    assert "1 × 28 × 28" in text and "3 × 32 × 32" in text

@@ -15,7 +15,7 @@ false for ``n, p > 1`` and the first form of its eq. (18), ``sigma^2 / ||J e_k||
 is the supremum of the HCR bound over all directions as the perturbation shrinks.
 
 The closed forms are numpy/scipy and vectorised; :func:`hcr_bound` takes a torch feature map and tensors on any
-device, and runs LSQR on CPU float64 numpy vectors.
+device, and runs LSQR (scipy's recursion, ported to torch) in float64 on that device.
 """
 from __future__ import annotations
 
@@ -26,7 +26,6 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.fft
-import scipy.sparse.linalg as spla
 import torch
 
 from compendium import validation
@@ -227,7 +226,7 @@ class JacobianRank(NamedTuple):
 
 
 def jacobian_rank(feature_map, x: torch.Tensor, directions=None, rcond: float = 1e-6,
-                  chunk_size: int = 8) -> JacobianRank:
+                  chunk_size: int = 4, rows: int | None = 256) -> JacobianRank:
     """*[ours]* Where the HCR bound is infinite: the numerical rank of the feature map's
     Jacobian at each input, from its singular values ``s`` (rank = number of ``s > rcond * s_max``).
 
@@ -236,11 +235,14 @@ def jacobian_rank(feature_map, x: torch.Tensor, directions=None, rcond: float = 
     as :func:`cramer_rao_bound` with this ``rcond``; for a piecewise-linear (ReLU) map a small step along a null
     direction leaves the features exactly unchanged, so the HCR bound (5) itself is unbounded there.
 
-    ``x`` has shape ``(b, *input_shape)``; the Jacobians are formed ``chunk_size`` examples at a time (memory
-    ``chunk_size * n * p`` values) in the dtype and on the device of ``x``; use a float64 copy of the map
-    (:func:`float64_copy`) for a clean gap.
+    ``x`` has shape ``(b, *input_shape)``; the Jacobians are formed ``chunk_size`` examples and ``rows`` output rows
+    at a time in the dtype and on the device of ``x`` (memory ``chunk_size * n * p`` values, and the activations of
+    ``chunk_size * rows`` backward passes), and decomposed on the host in float64 (LAPACK's SVD); use a float64 copy
+    of the map (:func:`float64_copy`) for a clean gap.
     """
     validation.integer("chunk_size", chunk_size)
+    if rows is not None:
+        validation.integer("rows", rows, what="output rows per backward pass")
     validation.number("rcond", rcond, above=0.0, below=1.0, what="relative singular-value cut-off")
     p = x[0].numel()
     D = np.eye(p) if directions is None else np.asarray(directions, dtype=float)
@@ -248,7 +250,7 @@ def jacobian_rank(feature_map, x: torch.Tensor, directions=None, rcond: float = 
         raise ValueError(f"directions of shape {D.shape}; allowed: shape (m, {p}) (one functional per row)")
     ranks, gaps, unidentifiable, null_directions = [], [], [], []
     for start in range(0, x.shape[0], chunk_size):
-        J = feature_jacobians(feature_map, x[start:start + chunk_size]).detach().double().cpu().numpy()
+        J = feature_jacobians(feature_map, x[start:start + chunk_size], rows=rows).detach().double().cpu().numpy()
         _, sv, Vt = np.linalg.svd(J, full_matrices=True)                      # batched over the chunk
         for s_b, Vt_b in zip(sv, Vt):
             r = int(np.sum(s_b > rcond * s_b[0]))
@@ -375,6 +377,7 @@ class HCRResult:
       ``hcrmax``); ``bound_dct_per_restart``: ``(R, B, *shape)``.
     - ``bound_pixel`` ``(B, *shape)``: the same in the input coordinates (max over restarts).
     - ``eps`` ``(R, B, *shape)``, ``z_eps`` ``(R, B, n)``: the final perturbations and exact feature changes.
+      With ``keep="first"`` these, ``noise`` and ``bound_dct_per_restart`` hold the first draw only (``R = 1``).
     - ``noise`` ``(R, B, n)``: the dithering draws ``Z ~ N(0, sigma^2 I)`` that seed the starts
       ``z = Z / sqrt(n) / diffdiv`` (the code uses the same draws for the dithered accuracy).
     - ``chi2`` ``(R, B)``: ``exp(||z_eps||^2 / sigma^2) - 1`` (eq. 12).
@@ -404,90 +407,94 @@ class HCRResult:
 SOLVES = ("joint", "per_restart", "per_example")
 
 
-def _jacobian_operator(feature_map, point: torch.Tensor) -> spla.LinearOperator:
-    """The Jacobian of the batched feature map at ``point`` (``(b, *shape)`` -> ``(b, n)``) as a float64
-    LinearOperator of shape ``(b n, b p)``: matvec = ``torch.func.jvp``, rmatvec = ``torch.func.vjp`` (matrix-free).
-    For a map that treats examples independently the operator is block-diagonal."""
-    shape, dtype, device = point.shape, point.dtype, point.device
+def _jacobian_operator(feature_map, point: torch.Tensor):
+    """The Jacobian of the batched feature map at ``point`` (``(b, *shape)`` -> ``(b, n)``), matrix-free on the device
+    of ``point``: ``(matvec, rmatvec)`` map ``k`` stacked float64 vectors, ``(k, b p)`` -> ``(k, b n)`` and back, by
+    ``torch.func.jvp`` / ``torch.func.vjp`` in the dtype of ``point`` (``k`` is 1 except in tests).  For a map that
+    treats examples independently the operator is block-diagonal."""
+    shape, dtype = point.shape, point.dtype
     flat = lambda t: feature_map(t).reshape(-1)  # noqa: E731
-    out, vjp_fn = torch.func.vjp(flat, point)
+    _, vjp_fn = torch.func.vjp(flat, point)
 
-    def matvec(v):
-        tangent = torch.as_tensor(np.ravel(v), dtype=dtype, device=device).reshape(shape)
-        return torch.func.jvp(flat, (point,), (tangent,))[1].detach().double().cpu().numpy()
+    def matvec(v: torch.Tensor) -> torch.Tensor:
+        out = torch.func.jvp(flat, (point,), (v.to(dtype).reshape(shape),))[1]
+        return out.detach().double().reshape(v.shape[0], -1)
 
-    def rmatvec(w):
-        cot = torch.as_tensor(np.ravel(w), dtype=dtype, device=device)
-        return vjp_fn(cot)[0].detach().reshape(-1).double().cpu().numpy()
+    def rmatvec(w: torch.Tensor) -> torch.Tensor:
+        return vjp_fn(w.to(dtype).reshape(-1))[0].detach().double().reshape(w.shape[0], -1)
 
-    return spla.LinearOperator((out.numel(), point.numel()), matvec=matvec, rmatvec=rmatvec, dtype=np.float64)
+    return matvec, rmatvec
 
 
-def _sym_ortho_blocks(a, b):
-    """scipy's ``_sym_ortho`` (the stable Givens rotation of LSQR) for arrays ``a``, ``b`` elementwise."""
-    c, sn, r = np.empty_like(a), np.empty_like(a), np.empty_like(a)
-    b0, a0 = b == 0, (a == 0) & (b != 0)
-    big_b, big_a = ~b0 & ~a0 & (np.abs(b) > np.abs(a)), ~b0 & ~a0 & (np.abs(b) <= np.abs(a))
-    c[b0], sn[b0], r[b0] = np.sign(a[b0]), 0.0, np.abs(a[b0])
-    c[a0], sn[a0], r[a0] = 0.0, np.sign(b[a0]), np.abs(b[a0])
-    tau = a[big_b] / b[big_b]
-    sn[big_b] = np.sign(b[big_b]) / np.sqrt(1 + tau * tau)
-    c[big_b] = sn[big_b] * tau
-    r[big_b] = b[big_b] / sn[big_b]
-    tau = b[big_a] / a[big_a]
-    c[big_a] = np.sign(a[big_a]) / np.sqrt(1 + tau * tau)
-    sn[big_a] = c[big_a] * tau
-    r[big_a] = a[big_a] / c[big_a]
+def _sym_ortho_blocks(a: torch.Tensor, b: torch.Tensor):
+    """scipy's ``_sym_ortho`` (the stable Givens rotation of LSQR) for tensors ``a``, ``b`` elementwise:
+    ``(c, s, r)`` with ``c a + s b = r``, ``-s a + c b = 0``."""
+    zero_b, zero_a = b == 0, (a == 0) & (b != 0)
+    big_b = ~zero_b & ~zero_a & (b.abs() > a.abs())
+    one = torch.ones_like(a)
+    tau = a / torch.where(big_b, b, one)
+    sn_b = torch.sign(b) / torch.sqrt(1 + tau * tau)
+    c_b, r_b = sn_b * tau, b / torch.where(big_b, sn_b, one)
+    tau = b / torch.where(big_b | zero_b | zero_a, one, a)
+    c_a = torch.sign(a) / torch.sqrt(1 + tau * tau)
+    sn_a, r_a = c_a * tau, a / torch.where(c_a != 0, c_a, one)
+    zero = torch.zeros_like(a)
+    c = torch.where(zero_b, torch.sign(a), torch.where(zero_a, zero, torch.where(big_b, c_b, c_a)))
+    sn = torch.where(zero_b, zero, torch.where(zero_a, torch.sign(b), torch.where(big_b, sn_b, sn_a)))
+    r = torch.where(zero_b, a.abs(), torch.where(zero_a, b.abs(), torch.where(big_b, r_b, r_a)))
     return c, sn, r
 
 
-def _block_lsqr(make_op, rhs, ncols, atol, btol, iter_lim, conlim=1e8):
-    """``K`` independent LSQR solves (scipy's recursion with ``damp = 0``, ``x0 = 0``) of ``min ||A_k x_k - b_k||``
-    run side by side, with the Jacobian products of all unfinished blocks in one batched call.
+def _block_lsqr(make_op, rhs: torch.Tensor, ncols: int, atol: torch.Tensor, btol: float, iter_lim: int,
+                conlim: float = 1e8):
+    """``K`` independent LSQR solves (scipy's ``lsqr`` recursion with ``damp = 0``, ``x0 = 0``) of
+    ``min ||A_k x_k - b_k||``, run side by side on the device of ``rhs`` in its dtype (float64), with the Jacobian
+    products of all unfinished blocks in one batched call.
 
-    ``rhs`` is ``(K, m)`` (``b_k``), ``atol`` ``(K,)``; ``make_op(blocks)`` returns the block-diagonal operator of the
-    listed blocks (``(len(blocks) m, len(blocks) ncols)``).  Every block keeps its own Golub-Kahan scalars, norm and
-    condition estimates and its own stopping test, exactly as ``scipy.sparse.linalg.lsqr`` would for that block
-    alone (``||r|| <= btol ||b|| + atol ||A|| ||x||``, ``||A^T r|| <= atol ||A|| ||r||``, ``cond(A) >= conlim``,
-    their machine-precision versions, or ``iter_lim``); a finished block's iterate is frozen and it leaves the
-    batch.  Returns ``x (K, ncols)``, ``itn (K,)`` and ``r1norm (K,)``."""
-    K = rhs.shape[0]
-    eps = np.finfo(np.float64).eps
+    ``rhs`` is ``(K, m)`` (``b_k``), ``atol`` ``(K,)``; ``make_op(blocks)`` returns ``(matvec, rmatvec)`` of the
+    block-diagonal operator of the listed blocks (a 1-D index tensor), mapping ``(len(blocks), ncols)`` to
+    ``(len(blocks), m)`` and back.  Every block keeps its own Golub-Kahan scalars, norm and condition estimates and
+    its own stopping test, exactly as ``scipy.sparse.linalg.lsqr`` would for that block alone
+    (``||r|| <= btol ||b|| + atol ||A|| ||x||``, ``||A^T r|| <= atol ||A|| ||r||``, ``cond(A) >= conlim``, their
+    machine-precision versions, or ``iter_lim``); a finished block's iterate is frozen and it leaves the batch.
+    Returns ``x (K, ncols)``, ``itn (K,)`` and ``r1norm (K,)``, tensors on the device of ``rhs``."""
+    K, dev, dt = rhs.shape[0], rhs.device, rhs.dtype
+    eps = torch.finfo(dt).eps
     ctol = 1.0 / conlim if conlim > 0 else 0.0
-    x, w = np.zeros((K, ncols)), np.zeros((K, ncols))
-    itn = np.zeros(K, dtype=int)
-    norms = lambda M: np.array([np.linalg.norm(row) for row in M])  # noqa: E731  (scipy's rounding)
+    x, w, v = (torch.zeros((K, ncols), dtype=dt, device=dev) for _ in range(3))
+    itn = torch.zeros(K, dtype=torch.long, device=dev)
+    norms = lambda M: torch.linalg.vector_norm(M, dim=1)  # noqa: E731
+    safe = lambda t: torch.where(t > 0, t, torch.ones_like(t))  # noqa: E731
     bnorm = norms(rhs)
-    beta = bnorm.copy()
-    u = (1 / np.where(beta > 0, beta, 1.0))[:, None] * rhs
-    v = np.zeros((K, ncols))
-    blocks = np.flatnonzero(beta > 0)
-    if blocks.size:
-        v[blocks] = make_op(blocks).rmatvec(u[blocks].ravel()).reshape(blocks.size, ncols)
+    beta = bnorm.clone()
+    u = rhs / safe(beta)[:, None]
+    blocks = torch.nonzero(beta > 0).flatten()
+    if blocks.numel():
+        v[blocks] = make_op(blocks)[1](u[blocks])
     alfa = norms(v)
-    v = (1 / np.where(alfa > 0, alfa, 1.0))[:, None] * v
+    v = v / safe(alfa)[:, None]
     w[:] = v
-    rhobar, phibar, r1norm = alfa.copy(), beta.copy(), beta.copy()
-    anorm, ddnorm, xxnorm, z, sn2 = (np.zeros(K) for _ in range(5))
-    cs2 = -np.ones(K)
+    rhobar, phibar, r1norm = alfa.clone(), beta.clone(), beta.clone()
+    anorm, ddnorm, xxnorm, z, sn2 = (torch.zeros(K, dtype=dt, device=dev) for _ in range(5))
+    cs2 = -torch.ones(K, dtype=dt, device=dev)
     active = alfa * beta != 0                        # arnorm = 0: x = 0 is the solution, scipy stops at itn = 0
     op, op_blocks = None, None
-    while active.any():
-        a = np.flatnonzero(active)
-        if op_blocks is None or not np.array_equal(a, op_blocks):
+    while bool(active.any()):
+        a = torch.nonzero(active).flatten()
+        if op_blocks is None or not torch.equal(a, op_blocks):
             op, op_blocks = make_op(a), a            # finished blocks leave the batched Jacobian products
         itn[a] += 1
-        ua = op.matvec(v[a].ravel()).reshape(a.size, -1) - alfa[a, None] * u[a]
+        ua = op[0](v[a]) - alfa[a, None] * u[a]
         be = norms(ua)
         pos = be > 0
-        ua = (1 / np.where(pos, be, 1.0))[:, None] * ua
-        anorm[a] = np.where(pos, np.sqrt(anorm[a] ** 2 + alfa[a] ** 2 + be ** 2), anorm[a])
-        vn = op.rmatvec(ua.ravel()).reshape(a.size, ncols) - be[:, None] * v[a]
+        ua = ua / safe(be)[:, None]
+        anorm[a] = torch.where(pos, torch.sqrt(anorm[a] ** 2 + alfa[a] ** 2 + be ** 2), anorm[a])
+        vn = op[1](ua) - be[:, None] * v[a]
         al = norms(vn)
-        vn = (1 / np.where(al > 0, al, 1.0))[:, None] * vn
+        vn = vn / safe(al)[:, None]
         u[a] = ua
-        v[a] = np.where(pos[:, None], vn, v[a])
-        alfa[a] = np.where(pos, al, alfa[a])
+        v[a] = torch.where(pos[:, None], vn, v[a])
+        alfa[a] = torch.where(pos, al, alfa[a])
         cs, sn, rho = _sym_ortho_blocks(rhobar[a], be)
         theta = sn * alfa[a]
         rhobar[a] = -cs * alfa[a]
@@ -495,21 +502,21 @@ def _block_lsqr(make_op, rhs, ncols, atol, btol, iter_lim, conlim=1e8):
         phibar[a] = sn * phibar[a]
         tau = sn * phi
         t1, t2 = phi / rho, -theta / rho
-        dk = (1 / rho)[:, None] * w[a]
+        dk = w[a] / rho[:, None]
         x[a] = x[a] + t1[:, None] * w[a]
         w[a] = v[a] + t2[:, None] * w[a]
         ddnorm[a] += norms(dk) ** 2
         delta, gambar = sn2[a] * rho, -cs2[a] * rho
         rhs_ = phi - delta * z[a]
         zbar = rhs_ / gambar
-        xnorm = np.sqrt(xxnorm[a] + zbar ** 2)
-        gamma = np.sqrt(gambar ** 2 + theta ** 2)
+        xnorm = torch.sqrt(xxnorm[a] + zbar ** 2)
+        gamma = torch.sqrt(gambar ** 2 + theta ** 2)
         cs2[a], sn2[a] = gambar / gamma, theta / gamma
         z[a] = rhs_ / gamma
         xxnorm[a] += z[a] ** 2
-        acond = anorm[a] * np.sqrt(ddnorm[a])
-        rnorm = np.abs(phibar[a])
-        arnorm = alfa[a] * np.abs(tau)
+        acond = anorm[a] * torch.sqrt(ddnorm[a])
+        rnorm = phibar[a].abs()
+        arnorm = alfa[a] * tau.abs()
         r1norm[a] = rnorm
         test1 = rnorm / bnorm[a]
         test2 = arnorm / (anorm[a] * rnorm + eps)
@@ -533,7 +540,7 @@ def float64_copy(model: torch.nn.Module) -> torch.nn.Module:
 def hcr_bound(feature_map, x, sigma, num_restarts: int = 25, num_power_iterations: int = 10, diffdiv: float = 200.0,
               generator: torch.Generator | None = None, *, solve: str = "joint", jac_at: str = "current",
               lsqr_atol="code", lsqr_btol: float = 1e-8, iter_lim: int | None = None, exact_map=None,
-              chunk_size: int = 128, progress: bool = False) -> HCRResult:
+              chunk_size: int = 128, keep: str = "all", progress: bool = False) -> HCRResult:
     """Algorithm 1 (Sec. 2.2) and the reported per-DCT-mode HCR bound (Sec. 3, eqs. 5 and 12 in DCT coordinates, as
     histogrammed in Figures 1, 3, 5 and 6) for a batch of examples.
 
@@ -541,8 +548,9 @@ def hcr_bound(feature_map, x, sigma, num_restarts: int = 25, num_power_iteration
     start from ``z = Z / sqrt(n) / diffdiv`` (so ``||z|| ~ sigma / diffdiv``; ``diffdiv = 1/s``), then ``i`` times
 
     1. ``z_tilde = ||z|| z^(j-1) / ||z^(j-1)||``  (renormalise to the start norm),
-    2. ``eps^(j) = argmin_eps ||J eps - z_tilde||`` by ``scipy.sparse.linalg.lsqr`` (from 0, ``damp = 0``), with
-       ``J`` applied matrix-free (``torch.func.jvp`` / ``torch.func.vjp``),
+    2. ``eps^(j) = argmin_eps ||J eps - z_tilde||`` by LSQR (``scipy.sparse.linalg.lsqr``'s recursion and stopping
+       rules, from 0, ``damp = 0``, in torch float64 on the device of ``x``), with ``J`` applied matrix-free
+       (``torch.func.jvp`` / ``torch.func.vjp``),
     3. ``z^(j) = a_{x + eps^(j)} - a_x`` by one exact forward pass,
 
     and bound every DCT mode ``m`` by ``|(D eps)_m| / sqrt(exp(||z_eps||^2 / sigma^2) - 1)`` (eqs. 5, 12); the result
@@ -590,9 +598,14 @@ def hcr_bound(feature_map, x, sigma, num_restarts: int = 25, num_power_iteration
         concatenated.  Every example keeps its own noise draws, so chunking changes nothing with
         ``solve="per_example"``; joint and per-restart solves share LSQR's stopping test (and the code's ``atol``)
         among one restart's examples within a chunk only.  Any ``B <= chunk_size`` is one chunk.
+    keep : ``"all"`` keeps every draw's per-draw arrays (``eps``, ``z_eps``, ``noise``, ``bound_dct_per_restart``,
+        shape ``(R, B, ...)``); ``"first"`` keeps the first draw's only (shape ``(1, B, ...)``), so that the host
+        memory of a result is a few ``(B, p)`` arrays whatever ``R`` (each chunk is reduced over the restarts as it
+        finishes).
     progress : a tqdm bar over the ``i x S`` solves.
 
-    The JVP/VJPs run in the dtype and on the device of ``x``, LSQR on CPU float64 vectors.  The bound is rigorous
+    The JVP/VJPs run in the dtype and on the device of ``x``, LSQR's vectors in float64 on the same device; the bounds
+    are formed on the host in float64, one chunk at a time.  The bound is rigorous
     only if ``z_eps`` is accurate: give float64 inputs, or float32 inputs and a float64 ``exact_map``.
     """
     s = _sigma(sigma)
@@ -603,9 +616,12 @@ def hcr_bound(feature_map, x, sigma, num_restarts: int = 25, num_power_iteration
     diffdiv = validation.positive("diffdiv", diffdiv, what="1/s, the inverse relative size of the perturbation")
     validation.choice("solve", solve, SOLVES)
     validation.choice("jac_at", jac_at, ("current", "base"))
+    validation.choice("keep", keep, ("all", "first"))
     if not (isinstance(lsqr_atol, str) and lsqr_atol == "code") and not (
             isinstance(lsqr_atol, (int, float)) and not isinstance(lsqr_atol, bool) and lsqr_atol >= 0):
         raise ValueError(f"lsqr_atol={lsqr_atol!r}; allowed: 'code' or a number >= 0")
+    if iter_lim is not None:
+        validation.integer("iter_lim", iter_lim, what="LSQR iterations per solve")
     chunk_size = validation.integer("chunk_size", chunk_size, what="examples per chunk")
     validation.generator("generator", generator)
     if not isinstance(x, torch.Tensor) or x.ndim < 3 or not x.is_floating_point() or x.shape[0] < 1:
@@ -623,106 +639,96 @@ def hcr_bound(feature_map, x, sigma, num_restarts: int = 25, num_power_iteration
     with torch.no_grad():
         a0_first = forward(x_exact[chunks[0]]).reshape(chunks[0].stop, -1)
     n = a0_first.shape[1]
-    noise = (torch.randn((R, B, n), generator=generator, device=generator.device, dtype=torch.float64) * s)
-    noise = noise.cpu().numpy()                                      # every example's draws, before any chunk runs
+    # every example's draws, before any chunk runs
+    noise = torch.randn((R, B, n), generator=generator, device=generator.device, dtype=torch.float64) * s
 
-    eps, z_eps, z0_norm = np.zeros((R, B, p)), np.zeros((R, B, n)), np.zeros((R, B))
+    kept = 1 if keep == "first" else R
+    bound_dct, bound_pixel = np.zeros((B,) + shape), np.zeros((B,) + shape)
+    per_restart_kept, eps_kept = np.zeros((kept, B) + shape), np.zeros((kept, B) + shape)
+    z_kept = np.zeros((kept, B, n))
+    chi2, ratio, mismatch = np.zeros((R, B)), np.zeros((R, B)), np.zeros((R, B))
     its, rres = [], []
     per_chunk = {"joint": lambda b: 1, "per_restart": lambda b: R, "per_example": lambda b: R * b}[solve]
     bar = tqdm(total=n_it * sum(per_chunk(c.stop - c.start) for c in chunks), desc="HCR (Algorithm 1)",
                unit="solve", disable=not progress)
     for c in chunks:
         a0 = a0_first if c is chunks[0] else None
-        out = _algorithm1(feature_map, forward, x[c], x_exact[c], noise[:, c], a0, diffdiv, n_it, solve, jac_at,
-                          lsqr_atol, lsqr_btol, iter_lim, bar)
-        eps[:, c], z_eps[:, c], z0_norm[:, c] = out[0], out[1], out[2]
-        its.append(out[3])
-        rres.append(out[4])
+        eps_c, z_c, z0_norm, it_c, rres_c = _algorithm1(
+            feature_map, forward, x[c], x_exact[c], noise[:, c].to(x.device), a0, diffdiv, n_it, solve, jac_at,
+            lsqr_atol, lsqr_btol, iter_lim, bar)
+        eps_c = eps_c.cpu().numpy().reshape((R, c.stop - c.start) + shape)
+        z_c = z_c.cpu().numpy()
+        chi2[:, c] = gaussian_chi2(z_c, s)
+        chi2_b = chi2[:, c].reshape(chi2[:, c].shape + (1,) * len(shape))
+        per_restart = np.sqrt(hcr_variance_bound(dct2(eps_c), chi2_b))
+        bound_dct[c] = per_restart.max(axis=0)
+        bound_pixel[c] = np.sqrt(hcr_variance_bound(eps_c, chi2_b)).max(axis=0)
+        per_restart_kept[:, c], eps_kept[:, c], z_kept[:, c] = per_restart[:kept], eps_c[:kept], z_c[:kept]
+        z_norm = np.linalg.norm(z_c, axis=2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio[:, c] = z_norm / np.linalg.norm(eps_c.reshape(R, -1, p), axis=2)
+        mismatch[:, c] = 1.0 - z_norm / z0_norm.cpu().numpy()
+        its.append(it_c.cpu().numpy())
+        rres.append(rres_c.cpu().numpy())
     bar.close()
-
-    eps_shaped = eps.reshape((R, B) + shape)
-    chi2 = gaussian_chi2(z_eps, s)
-    chi2_b = chi2.reshape((R, B) + (1,) * len(shape))
-    per_restart = np.sqrt(hcr_variance_bound(dct2(eps_shaped), chi2_b))
-    pixel = np.sqrt(hcr_variance_bound(eps_shaped, chi2_b))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.linalg.norm(z_eps, axis=2) / np.linalg.norm(eps, axis=2)
-    z_norm = np.linalg.norm(z_eps, axis=2)
-    return HCRResult(bound_dct=per_restart.max(axis=0), bound_pixel=pixel.max(axis=0),
-                     bound_dct_per_restart=per_restart, eps=eps_shaped, z_eps=z_eps, noise=noise, chi2=chi2,
+    return HCRResult(bound_dct=bound_dct, bound_pixel=bound_pixel, bound_dct_per_restart=per_restart_kept,
+                     eps=eps_kept, z_eps=z_kept, noise=noise[:kept].cpu().numpy(), chi2=chi2,
                      lsqr_iterations=np.concatenate(its), lsqr_relative_residual=np.concatenate(rres),
-                     feature_change_mismatch=1.0 - z_norm / z0_norm, ratio=ratio, sigma=s, diffdiv=float(diffdiv),
-                     solve=solve)
+                     feature_change_mismatch=mismatch, ratio=ratio, sigma=s, diffdiv=float(diffdiv), solve=solve)
 
 
 def _algorithm1(feature_map, forward, x, x_exact, noise, a0, diffdiv, n_it, solve, jac_at, lsqr_atol, lsqr_btol,
                 iter_lim, bar):
-    """Algorithm 1 on one chunk of ``b`` examples (see :func:`hcr_bound`): ``noise`` is its ``(R, b, n)`` block of
-    draws, ``a0`` its exact features (``None``: computed here).  Returns ``eps (R, b, p)``, ``z_eps (R, b, n)``,
-    ``||z|| (R, b)`` and LSQR's iteration counts and relative residuals ``(S, i)``."""
-    from threadpoolctl import threadpool_limits
-
+    """Algorithm 1 on one chunk of ``b`` examples (see :func:`hcr_bound`), in torch on the device of ``x``:
+    ``noise`` is its ``(R, b, n)`` block of draws, ``a0`` its exact features (``None``: computed here).  Returns
+    ``eps (R, b, p)``, ``z_eps (R, b, n)`` (float64), ``||z|| (R, b)`` and LSQR's iteration counts and relative
+    residuals ``(S, i)``, tensors on that device."""
     R, B, n = noise.shape
-    shape = tuple(x.shape[1:])
+    shape, dev = tuple(x.shape[1:]), x.device
     p = int(np.prod(shape))
     if a0 is None:
         with torch.no_grad():
             a0 = forward(x_exact).reshape(B, -1)
-    a0_64 = a0.double().cpu().numpy()
-    x_all = x.unsqueeze(0).expand((R,) + tuple(x.shape)).reshape((R * B,) + shape)   # restart-major stack
+    a0_all = a0.double().repeat(R, 1)                                                # restart-major stack
+    x_all = x.unsqueeze(0).expand((R,) + tuple(x.shape)).reshape((R * B,) + shape)
     x_all_exact = x_exact.unsqueeze(0).expand((R,) + tuple(x.shape)).reshape((R * B,) + shape)
-    a0_all = np.tile(a0_64, (R, 1))
-    per_restart = [np.arange(r * B, (r + 1) * B) for r in range(R)]
-    groups = {"joint": [np.arange(R * B)], "per_restart": per_restart,
-              "per_example": [np.array([k]) for k in range(R * B)]}[solve]
+    rows = torch.arange(R * B, device=dev)
+    # the solves: lists of blocks (rows of the stack) that run side by side, each block with its own LSQR; a joint
+    # solve runs every restart's minibatch at once, a per-restart one each restart's alone, per example each row
+    calls = {"joint": [rows.reshape(R, B)], "per_restart": [rows.reshape(R, 1, B)[r] for r in range(R)],
+             "per_example": [rows[k].reshape(1, 1) for k in range(R * B)]}[solve]
     # the exact forward passes (steps 6-7) see what the feature map would see: one restart's minibatch for
     # per-restart solves (a model with batch statistics couples the examples of a forward pass), else the stack
-    forward_groups = groups if solve == "per_restart" else [np.arange(R * B)]
-    n_blocks = R if solve == "joint" else len(groups)     # the joint solve reports each restart block's LSQR
+    forward_groups = rows.reshape(R, B) if solve == "per_restart" else rows.reshape(1, R * B)
 
     z0 = noise.reshape(R * B, n) / np.sqrt(n) / diffdiv
-    z0_norm = np.linalg.norm(z0, axis=1, keepdims=True)
-    zj = z0.copy()
-    eps = np.zeros((R * B, p))
-    its = np.zeros((n_blocks, n_it), dtype=int)
-    rres = np.zeros((n_blocks, n_it))
-    base_ops = ([_jacobian_operator(feature_map, x_all[g]) for g in groups]
-                if jac_at == "base" and solve != "joint" else None)
+    z0_norm = torch.linalg.vector_norm(z0, dim=1, keepdim=True)
+    zj = z0.clone()
+    eps = torch.zeros((R * B, p), dtype=torch.float64, device=dev)
+    its, rres = [], []
     for j in range(n_it):
-        zt = z0_norm * zj / np.linalg.norm(zj, axis=1, keepdims=True)                         # step 4
-        if solve == "joint":
-            # step 5 for all restarts at once: R independent LSQR solves (one per restart's minibatch, each with
-            # its own stopping test and the code's atol over its own examples), batched Jacobian products
-            point = x_all if jac_at == "base" else x_all + torch.as_tensor(
-                eps, dtype=x.dtype, device=x.device).reshape(x_all.shape)
-            pts = point.reshape((R, B) + shape)
-            make_op = lambda blocks: _jacobian_operator(  # noqa: E731
-                feature_map, pts[torch.as_tensor(blocks, device=pts.device)].reshape((-1,) + shape))
-            zt_blocks = zt.reshape(R, B * n)
-            atol = (CODE_ATOL_FACTOR * np.linalg.norm(zt, axis=1).reshape(R, B).min(axis=1) if lsqr_atol == "code"
-                    else np.full(R, float(lsqr_atol)))
-            with threadpool_limits(1, user_api="blas"):
-                sol, itn, r1 = _block_lsqr(make_op, zt_blocks, B * p, atol, lsqr_btol,
-                                           2 * B * p if iter_lim is None else iter_lim)
-            eps[:] = sol.reshape(R * B, p)
-            its[:, j], rres[:, j] = itn, r1 / np.linalg.norm(zt_blocks, axis=1)
+        zt = z0_norm * zj / torch.linalg.vector_norm(zj, dim=1, keepdim=True)                 # step 4
+        point = x_all if jac_at == "base" else x_all + eps.to(x.dtype).reshape(x_all.shape)
+        it_j, rres_j = [], []
+        for blocks in calls:                                                                   # step 5
+            m = blocks.shape[1]
+            make_op = lambda chosen: _jacobian_operator(  # noqa: E731
+                feature_map, point[blocks[chosen].reshape(-1)])
+            zt_blocks = zt[blocks.reshape(-1)].reshape(len(blocks), m * n)
+            zt_norm = torch.linalg.vector_norm(zt[blocks.reshape(-1)], dim=1).reshape(len(blocks), m)
+            atol = (CODE_ATOL_FACTOR * zt_norm.min(dim=1).values if lsqr_atol == "code"
+                    else torch.full((len(blocks),), float(lsqr_atol), dtype=torch.float64, device=dev))
+            sol, itn, r1 = _block_lsqr(make_op, zt_blocks, m * p, atol, lsqr_btol,
+                                       2 * m * p if iter_lim is None else iter_lim)
+            eps[blocks.reshape(-1)] = sol.reshape(-1, p)
+            it_j.append(itn)
+            rres_j.append(r1 / torch.linalg.vector_norm(zt_blocks, dim=1))
             bar.update()
-        for gi, g in enumerate(groups if solve != "joint" else []):
-            if base_ops is not None:
-                op = base_ops[gi]
-            else:
-                point = x_all[g] + torch.as_tensor(eps[g], dtype=x.dtype, device=x.device).reshape((len(g),) + shape)
-                op = _jacobian_operator(feature_map, point)
-            atol = CODE_ATOL_FACTOR * np.linalg.norm(zt[g], axis=1).min() if lsqr_atol == "code" else float(lsqr_atol)
-            # step 5.  LSQR's own vector work is tiny; OpenBLAS threads spinning between its calls would fight torch's
-            # threads in the Jacobian products (4x slower on 2 cores), so numpy's BLAS runs single-threaded here.
-            with threadpool_limits(1, user_api="blas"):
-                sol = spla.lsqr(op, zt[g].ravel(), damp=0.0, atol=atol, btol=lsqr_btol, iter_lim=iter_lim)
-            eps[g] = sol[0].reshape(len(g), p)
-            its[gi, j], rres[gi, j] = sol[2], sol[3] / np.linalg.norm(zt[g])
-            bar.update()
+        its.append(torch.cat(it_j))
+        rres.append(torch.cat(rres_j))
         with torch.no_grad():                                                                  # steps 6-7 (exact)
-            pert = x_all_exact + torch.as_tensor(eps, dtype=x_exact.dtype, device=x.device).reshape(x_all.shape)
+            pert = x_all_exact + eps.to(x_exact.dtype).reshape(x_all.shape)
             for g in forward_groups:
-                zj[g] = forward(pert[g]).reshape(len(g), n).double().cpu().numpy() - a0_all[g]
-    return (eps.reshape(R, B, p), zj.reshape(R, B, n), z0_norm.reshape(R, B), its, rres)
+                zj[g] = forward(pert[g]).reshape(len(g), n).double() - a0_all[g]
+    return (eps.reshape(R, B, p), zj.reshape(R, B, n), z0_norm.reshape(R, B), torch.stack(its, dim=1),
+            torch.stack(rres, dim=1))
