@@ -136,12 +136,15 @@ def test_host_ram_at_paper_scale_fits_a_colab_runtime():
     assert paper - one < 4 * 2**30
 
 
-def test_paper_pipeline_runs_at_paper_shapes(tmp_path):
+def test_paper_pipeline_runs_at_paper_shapes(paper_shape_notebooks):
     # MNIST 28×28 through the paper's 784-784-784 MLP and CIFAR-10 32×32×3 through its 38.6M-parameter CNN, on
-    # stand-in files with the counts cut to seconds: every cell runs, and the card is complete
-    from compendium import book, scorecard
+    # stand-in files with the counts cut to seconds (run by the suite's book work, tests/test_paper_shapes.py): every
+    # cell runs, and the card is complete
+    from compendium import scorecard
 
-    executed = book.execute_paper_shape("hcr", device="cpu", out_dir=tmp_path)
+    executed = paper_shape_notebooks["hcr"]
+    if isinstance(executed, Exception):
+        raise executed
     card = scorecard.read_card(executed)
     assert card is not None and {row["key"] for row in card["rows"]} == {c.key for c in chapter.CLAIMS}
     verdicts = {row["key"]: row for row in card["rows"]}
