@@ -562,31 +562,32 @@ PAPER_FIG5_A, PAPER_FIG5_SIGMA = 10.0, 1e-3
 PAPER_FIG6_SIDES, PAPER_FIG6_RANGE = (224, 64), 255
 
 
-def data_used(cfg: Settings, *, images: int | None = None, side: int | None = None) -> str:
+def data_used(cfg: Settings, *, images: int | None = None, side: int | None = None,
+              paper_images: int = PAPER_FIG4_IMAGES) -> str:
     """What an image experiment ran on, for the scorecard's reasons and findings: ``images`` images (default: the
     Figure 4 count) at ``side`` px (default: the Figure 4 resolution), their source and the scale, and the paper's
-    Figure 4 data where the run's differ."""
+    data (``paper_images`` ImageNet images at 224 px; Figure 4's 100 by default) where the run's differ."""
     n, side = images or cfg.n_images, side or cfg.resolution
     source = "ImageNet validation images" if cfg.image_source == "imagenet" else "crops of the bundled photographs"
-    same = cfg.image_source == "imagenet" and (n, side) == (PAPER_FIG4_IMAGES, PAPER_FIG4_SIDE)
+    same = cfg.image_source == "imagenet" and (n, side) == (paper_images, PAPER_FIG4_SIDE)
     return (f"{n} {source} at {side} px, at `{cfg.scale}` scale"
-            + ("" if same else f"; the paper: {PAPER_FIG4_IMAGES} ImageNet images at {PAPER_FIG4_SIDE} px"))
+            + ("" if same else f"; the paper: {paper_images} ImageNet images at {PAPER_FIG4_SIDE} px"))
 
 
 def claims(cfg: Settings) -> tuple[Claim, ...]:
     """:data:`CLAIMS` with the reasons of the image experiments computed from the run's settings (:func:`data_used`),
     so that the scorecard names the data, image size and scale that actually ran."""
-    half = cfg.fig1_resolution // 2
+    half, fig1 = cfg.fig1_resolution // 2, dict(side=cfg.fig1_resolution)
     reasons = {
         "mte-fig1": "the PSNR gain of $M^*$ rows over one row is $10\\log_{10}(C^2/\\lVert X\\rVert^2)$ within the "
-                    f"stated tolerance for every image ({data_used(cfg, images=4, side=cfg.fig1_resolution)}; "
+                    f"stated tolerance for every image ({data_used(cfg, images=4, paper_images=4, **fig1)}; "
                     + ("the paper's $C$ and $\\sigma$)" if cfg.fig1_resolution >= PAPER_FIG6_SIDES[0]
                        else "$C=20m$ instead of the paper's $C$ and $\\sigma$)"),
         "mte-fig4": f"the mean MSE on Prop. 2 at every σ; NMI and SSIM fall with σ, paired per image "
                     f"({data_used(cfg)}; LPIPS where installed)",
         "mte-fig6": "with the same noise, scenario (2)'s MSE is $255^2$ times scenario (1)'s with the same PSNR and "
                     "NCC, and scenario (3) has a smaller MSE and a higher NCC, at every σ "
-                    f"({data_used(cfg, images=5, side=cfg.fig1_resolution)}, and at {half} px)",
+                    f"({data_used(cfg, images=5, paper_images=5, **fig1)}, and at {half} px)",
     }
     return tuple(replace(c, reason=reasons.get(c.key, c.reason)) for c in CLAIMS)
 
