@@ -115,23 +115,32 @@ def _pil_tensor(im) -> torch.Tensor:
     return torch.from_numpy(np.asarray(im, dtype=np.float32) / 255.0).permute(2, 0, 1)
 
 
-def imagenet_folder(path: str | Path, n: int = 100, resolution: int = 224) -> torch.Tensor:
-    """The first ``n`` images (sorted by file name) of a folder of ImageNet validation images.
+def imagenet_folder(path: str | Path, n: int = 100, resolution: int = 224, *, seed: int = 0) -> torch.Tensor:
+    """``n`` images of a folder of ImageNet validation images, drawn with the run's ``seed`` without replacement.
 
-    Standard evaluation preprocessing: resize the shorter side to ``256/224 * resolution`` (bilinear, antialiased),
-    centre-crop ``resolution`` x ``resolution``, RGB in [0, 1].  ImageNet cannot be downloaded automatically (it
-    needs a registration at image-net.org): put at least ``n`` JPEGs of ILSVRC2012 ``val`` into ``path``.
+    The image files are listed in sorted order and ``numpy.random.default_rng(seed).choice(len(files), n,
+    replace=False)`` picks them, as :func:`imagenet_val_images` does, so that two figures drawn with different seeds
+    show different images.  Standard evaluation preprocessing: resize the shorter side to ``256/224 * resolution``
+    (bilinear, antialiased), centre-crop ``resolution`` x ``resolution``, RGB in [0, 1].  ImageNet cannot be
+    downloaded automatically (it needs a registration at image-net.org): put at least ``n`` JPEGs of ILSVRC2012
+    ``val`` into ``path``.
     """
     from PIL import Image
 
-    files = _image_files(path, n, "ImageNet validation images",
-                         "Register at https://image-net.org, download the ILSVRC2012 validation images "
-                         f"(ILSVRC2012_img_val.tar), and extract at least {n} of them into that folder (or pass "
-                         "imagenet_dir=/path/to/folder).")
+    validation.integer("n", n)
+    validation.integer("resolution", resolution, minimum=8)
+    validation.seed(seed)
+    root = Path(path)
+    files = _imagenet_files(root)[0]
+    if len(files) < n:
+        raise FileNotFoundError(
+            f"paper scale needs {n} ImageNet validation images in {root.resolve()} but found {len(files)}. Register "
+            "at https://image-net.org, download the ILSVRC2012 validation images (ILSVRC2012_img_val.tar), and "
+            f"extract at least {n} of them into that folder (or pass imagenet_dir=/path/to/folder).")
     short = round(resolution * 256 / 224)
     out = []
-    for f in files:
-        with Image.open(f) as im:
+    for i in np.random.default_rng(seed).choice(len(files), size=n, replace=False):
+        with Image.open(files[i]) as im:
             out.append(_pil_tensor(_centre_crop(_resize_shorter(im.convert("RGB"), short, Image.BILINEAR),
                                                 resolution)))
     return torch.stack(out)
@@ -222,14 +231,14 @@ def imagenet_val_images(folder: str | Path, n: int, transform,
 
 def chapter_images(source: str, n: int, resolution: int, seed: int = 0,
                    imagenet_dir: str | Path | None = None) -> torch.Tensor:
-    """The images a chapter runs on: ``"photos"`` (crops of the bundled photographs, offline) or ``"imagenet"``
-    (the first ``n`` images of a user-supplied folder, see :func:`imagenet_folder`; a relative folder is taken from
-    the repository root).  Raises before any work when the folder is missing."""
+    """The images a chapter runs on, drawn with ``seed``: ``"photos"`` (crops of the bundled photographs, offline) or
+    ``"imagenet"`` (``n`` images drawn without replacement from a user-supplied folder, see :func:`imagenet_folder`;
+    a relative folder is taken from the repository root).  Raises before any work when the folder is missing."""
     if source == "photos":
         return photo_crops(n, resolution, seed)
     if source == "imagenet":
         return imagenet_folder(in_repository(imagenet_dir if imagenet_dir is not None else "data/imagenet-val"), n,
-                               resolution)
+                               resolution, seed=seed)
     raise ValueError(f"source={source!r}; allowed: 'photos', 'imagenet'")
 
 

@@ -17,6 +17,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from compendium import validation
+
 
 # Largest number of values scored in one go: float64 intermediates then stay near 128 MB, so that e.g. 50 images of
 # 3 x 1024 x 1024 (the paper's Figure 3) are scored in slices instead of needing gigabytes at once.
@@ -164,19 +166,45 @@ def _lpips_model(net: str, pretrained_backbone: bool):
     return model.eval()
 
 
-def lpips(x: torch.Tensor, y: torch.Tensor, net: str = "alex", pretrained_backbone: bool = True) -> torch.Tensor:
+#: LPIPS's memory per pair of images and per value of one image (the backbone's activations for both images, in
+#: float32, with allocator slack): LPIPS-VGG on 100 pairs at 3 x 224 x 224 took 10-13 GB at once, about 860 bytes.
+LPIPS_BYTES_PER_VALUE = 1024
+#: The share of the free GPU memory one LPIPS call may fill, and the pairs per call on the CPU (where a larger batch
+#: is no faster and only holds more memory).
+LPIPS_GPU_MEMORY_SHARE, LPIPS_CPU_PAIRS = 0.5, 8
+
+
+def lpips_pairs_per_call(values_per_image: int, free_bytes: int | None) -> int:
+    """How many pairs of images one LPIPS call scores: ``LPIPS_GPU_MEMORY_SHARE * free_bytes /
+    (LPIPS_BYTES_PER_VALUE * values_per_image)`` (at least 1) given the free GPU memory ``free_bytes``, and
+    ``LPIPS_CPU_PAIRS`` on the CPU (``free_bytes=None``)."""
+    if free_bytes is None:
+        return LPIPS_CPU_PAIRS
+    return max(1, int(LPIPS_GPU_MEMORY_SHARE * free_bytes // (LPIPS_BYTES_PER_VALUE * values_per_image)))
+
+
+def lpips(x: torch.Tensor, y: torch.Tensor, net: str = "alex", pretrained_backbone: bool = True, *,
+          pairs_per_call: int | None = None) -> torch.Tensor:
     """Learned perceptual image patch similarity (Zhang et al. 2018), images in [0, 1] rescaled to [-1, 1].
 
     Needs the ``lpips`` extra and its backbone weights; raises :class:`LPIPSUnavailable` with the reason otherwise.
     ``pretrained_backbone=False`` uses a random backbone with the real linear heads: only for testing the plumbing.
+    The pairs are scored ``pairs_per_call`` at a time (default :func:`lpips_pairs_per_call`: sized from the free
+    GPU memory on CUDA, a few on the CPU), which gives the same values as one batch, without holding the backbone's
+    activations of every pair at once.
     """
     if x.shape != y.shape or x.ndim != 4 or x.shape[1] != 3:
         raise ValueError(f"lpips expects two RGB batches of the same shape (B, 3, H, W); "
                          f"got {tuple(x.shape)}, {tuple(y.shape)}")
+    if pairs_per_call is None:
+        free = torch.cuda.mem_get_info(x.device)[0] if x.device.type == "cuda" else None
+        pairs_per_call = lpips_pairs_per_call(x[0].numel(), free)
+    validation.integer("pairs_per_call", pairs_per_call)
     model = _lpips_model(net, pretrained_backbone).to(x.device)
     with torch.no_grad():
-        d = model(x.float() * 2 - 1, y.float() * 2 - 1)
-    return d.flatten().double()
+        d = [model(x[i : i + pairs_per_call].float() * 2 - 1, y[i : i + pairs_per_call].float() * 2 - 1).flatten()
+             for i in range(0, len(x), pairs_per_call)]
+    return torch.cat(d).double()
 
 
 def lpips_network(net: str = "vgg", device: str | torch.device = "cpu") -> torch.nn.Module:

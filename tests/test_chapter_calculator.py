@@ -30,3 +30,24 @@ def test_least_squares_attacks_attain_the_cramer_rao_bound():
     assert np.allclose(attacks.crb, hcr.cramer_rao_bound(A, 0.3 / np.sqrt(2)))
     assert np.all(np.abs(attacks.z) < 5)
     assert attacks.dct_sd.shape == (16,)
+
+
+def test_paper_pipeline_runs_at_paper_shapes(tmp_path):
+    """The page at paper scale with the ends of its grids: it runs to the end and pastes the grid that ran."""
+    import nbformat
+
+    from compendium import book
+
+    executed = book.execute_paper_shape("calculator", device="cpu", out_dir=tmp_path)
+    glued = {o["metadata"]["scrapbook"]["name"]: next(v for k, v in o["data"].items() if k.endswith("text/plain"))
+             for c in nbformat.read(executed, as_version=4).cells for o in c.get("outputs", [])
+             if "scrapbook" in o.get("metadata", {})}
+    assert float(glued["calc_curve_q_min"]) == chapter.SCALES["paper"]["curve_sample_rates"][-1]
+    assert int(glued["calc_curve_points"]) == 2
+
+
+def test_paper_shape_cuts_the_paper_grids_to_their_ends(tmp_path):
+    params = chapter.paper_shape(tmp_path)
+    assert params["scale"] == "paper" and not any(tmp_path.iterdir())
+    cfg = chapter.settings(**params)
+    assert cfg.edgeworth_steps == (30, 100) and cfg.curve_sample_rates == (1.0, 0.001)

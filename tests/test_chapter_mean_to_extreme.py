@@ -118,3 +118,28 @@ def test_figure6_scenarios():
     assert np.allclose(table6[4]["MSE"] / table6[0]["MSE"], 255**2, rtol=1e-3)
     assert len(chapter.figure6_summary(table6)) == 12
     plt.close(chapter.plot_figure6(five, tiles))
+
+
+def test_claims_name_the_data_the_image_size_and_the_scale_that_ran():
+    ci = {c.key: c for c in chapter.claims(chapter.settings("ci", "cpu"))}
+    assert list(ci) == [c.key for c in chapter.CLAIMS]
+    assert "6 crops of the bundled photographs at 16 px, at `ci` scale; the paper: 100 ImageNet" in (
+        ci["mte-fig4"].reason)
+    assert "5 crops of the bundled photographs at 32 px, at `ci` scale" in ci["mte-fig6"].reason
+    assert "and at 16 px" in ci["mte-fig6"].reason and "$C=20m$" in ci["mte-fig1"].reason
+    paper = chapter.settings("paper", "cpu")
+    assert chapter.data_used(paper) == "100 ImageNet validation images at 224 px, at `paper` scale"
+
+
+def test_paper_pipeline_runs_at_paper_shapes(tmp_path):
+    """The paper scale's pipeline on ImageNet-named stand-in JPEGs at 224 px (Figure 1 with the paper's sigma, C and
+    M* rows), counts cut to seconds: it runs to the end and publishes a complete card; nothing in it is a finding."""
+    from compendium import book, scorecard
+
+    executed = book.execute_paper_shape("mean_to_extreme", device="cpu", out_dir=tmp_path)
+    rows = {r["key"]: r for r in scorecard.read_card(executed)["rows"]}
+    undecided = [k for k, r in rows.items() if r["expect"] in scorecard.CHECKED and not r["checked"]]
+    assert list(rows) == [c.key for c in chapter.CLAIMS] and not undecided, undecided
+    assert "5 ImageNet validation images at 224 px, at `paper` scale" in rows["mte-fig4"]["reason"]
+    assert f"C = {chapter.PAPER_FIG1_C:.4g}" in rows["mte-fig1"]["found"]
+    assert "the paper's $C$ and $\\sigma$" in rows["mte-fig1"]["reason"]

@@ -192,3 +192,47 @@ def test_quoted_numbers_solve_the_exercises():
     assert abs(stats.chi2(n).cdf(n * 1e-3 / sigma**2) - 0.01) < 1e-9
     assert abs(numbers["ziller_ex2_gap"] - 10 * np.euler_gamma / np.log(10)) < 1e-12
     assert numbers["ziller_ex1_epsilon"] > 100  # "an epsilon in the hundreds"
+
+
+def test_claims_name_the_data_the_image_size_and_the_scale_that_ran():
+    ci = {c.key: c for c in chapter.claims(chapter.settings("ci", device="cpu"))}
+    assert [c.key for c in chapter.claims(chapter.settings("ci", device="cpu"))] == [c.key for c in chapter.CLAIMS]
+    assert "12 crops of scikit-image's photographs at 16×16, at `ci` scale" in ci["ziller-fig1"].reason
+    assert "the paper: 100 ImageNet images at 224×224" in ci["ziller-fig4"].reason
+    assert "8, 16 and 32 px, at `ci` scale" in ci["ziller-fig3"].reason
+    paper = chapter.settings("paper", device="cpu")
+    assert chapter.data_used(paper) == "100 ImageNet validation images at 224×224, at `paper` scale"
+
+
+def test_paired_trend_finds_a_rise_and_measures_the_fall():
+    rng = np.random.default_rng(0)
+    rows = [{"C": C, "sigma": s, "image": i, "SSIM": 1.0 - s + 0.01 * rng.random() + (0.5 * s if C == 10 else 0)}
+            for C in (1, 10) for s in (0.1, 0.5, 0.9) for i in range(8)]
+    rises, fall = chapter.paired_trend(pd.DataFrame(rows), "SSIM")
+    assert rises == [] and fall > 6  # C = 10 falls more slowly but still falls
+    rows = [{**r, "SSIM": r["SSIM"] + (2 * r["sigma"] if r["C"] == 10 else 0)} for r in rows]
+    rises, _ = chapter.paired_trend(pd.DataFrame(rows), "SSIM")
+    assert rises == [10.0]
+
+
+def test_student_k_widens_the_tolerance_only_for_a_few_draws():
+    assert chapter.student_k(50) == 6.0
+    assert chapter.student_k(3) > 100 and chapter.student_k(8) > chapter.student_k(20) > 6.0
+
+
+def test_paper_pipeline_runs_at_paper_shapes(tmp_path):
+    """The paper scale's pipeline on ImageNet-named stand-in JPEGs at 224 px, Figure 3 at 32, 224 and 1024 px, counts
+    cut to seconds: it runs to the end and publishes a complete card; nothing in it is a finding."""
+    import nbformat
+
+    from compendium import book, scorecard
+
+    executed = book.execute_paper_shape("ziller2024", device="cpu", out_dir=tmp_path)
+    card = scorecard.read_card(executed)
+    assert [r["key"] for r in card["rows"]] == [c.key for c in chapter.CLAIMS]
+    assert all(r["checked"] for r in card["rows"] if r["expect"] in scorecard.CHECKED)
+    rows = {r["key"]: r for r in card["rows"]}
+    assert "10 ImageNet validation images at 224×224, at `paper` scale" in rows["ziller-fig1"]["reason"]
+    assert "32, 224 and 1024 px, at `paper` scale" in rows["ziller-fig3"]["reason"]
+    setup = next(c for c in nbformat.read(executed, as_version=4).cells if c.get("id") == "cell-003")
+    assert "10 images of 3x224x224 (N = 150528)" in "".join(o.get("text", "") for o in setup.outputs)

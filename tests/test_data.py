@@ -85,21 +85,45 @@ def folder(tmp_path):
     return tmp_path
 
 
+# sorted by file name: a (red), b (green), c (blue), d (grey)
+SORTED_COLOURS = ([1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [128 / 255] * 3)
+
+
 def test_imagenet_folder_shape_range_order(folder):
-    x = data.imagenet_folder(folder, n=4)
+    x = data.imagenet_folder(folder, n=4, seed=3)
     assert x.shape == (4, 3, 224, 224) and x.dtype == torch.float32
     assert x.min() >= 0.0 and x.max() <= 1.0
-    # sorted by file name: a (red), b (green), c (blue), d (grey)
-    assert [int(x[i].mean((1, 2)).argmax()) for i in range(3)] == [0, 1, 2]
-    assert torch.allclose(x[0].mean((1, 2)), torch.tensor([1.0, 0.0, 0.0]), atol=0.02)
-    assert torch.allclose(x[1].mean((1, 2)), torch.tensor([0.0, 1.0, 0.0]), atol=1e-6)
-    assert torch.allclose(x[3], torch.full_like(x[3], 128 / 255), atol=0.01)
+    # the files in sorted order, picked as numpy's choice without replacement with the seed picks them
+    picked = np.random.default_rng(3).choice(4, size=4, replace=False)
+    for image, i in zip(x, picked):
+        assert torch.allclose(image.mean((1, 2)), torch.tensor(SORTED_COLOURS[i]), atol=0.02), (i, image.mean((1, 2)))
+    assert torch.allclose(x[list(picked).index(3)], torch.full_like(x[0], 128 / 255), atol=0.01)
 
 
-def test_imagenet_folder_first_n_and_smaller_resolution(folder):
-    x = data.imagenet_folder(folder, n=2, resolution=32)
+def test_imagenet_folder_smaller_resolution_and_bad_input(folder):
+    x = data.imagenet_folder(folder, n=2, resolution=32, seed=0)
     assert x.shape == (2, 3, 32, 32)
-    assert int(x[0].mean((1, 2)).argmax()) == 0 and int(x[1].mean((1, 2)).argmax()) == 1
+    for bad in (dict(n=0), dict(n=2, resolution=4), dict(n=2, seed=-1)):
+        with pytest.raises(ValueError):
+            data.imagenet_folder(folder, **bad)
+
+
+def test_imagenet_images_are_drawn_with_the_seed(tmp_path):
+    """On a folder of ImageNet-named stand-in JPEGs: each seed draws its own images, without replacement, the same
+    every time; chapter_images passes its seed through."""
+    from compendium import standin
+
+    standin.imagenet_val(tmp_path, n=8, seed=0)
+    by_seed = {s: data.chapter_images("imagenet", 4, 32, seed=s, imagenet_dir=tmp_path) for s in (0, 1, 2)}
+    every = data.imagenet_folder(tmp_path, n=8, resolution=32, seed=0)  # all eight, in seed 0's order
+    order = np.random.default_rng(0).choice(8, size=8, replace=False)
+    for s, x in by_seed.items():
+        assert torch.equal(x, data.imagenet_folder(tmp_path, n=4, resolution=32, seed=s))
+        # without replacement: four different files, each one of the eight
+        idx = [next(int(order[j]) for j in range(8) if torch.equal(every[j], img)) for img in x]
+        assert len(set(idx)) == 4
+        assert idx == list(np.random.default_rng(s).choice(8, size=4, replace=False))
+    assert not torch.equal(by_seed[0], by_seed[1]) and not torch.equal(by_seed[1], by_seed[2])
 
 
 def test_imagenet_folder_centre_crop(tmp_path):

@@ -215,3 +215,45 @@ def test_psnr_with_a_nominal_data_range_matches_skimage():
     np.testing.assert_allclose(ours, ref, rtol=1e-12)
     with pytest.raises(ValueError, match="data_range"):
         metrics.psnr(x, y, data_range=0.0)
+
+
+class _StandInDistance(torch.nn.Module):
+    """A perceptual-distance stand-in with LPIPS's interface (two batches in [-1, 1] -> (B, 1, 1, 1)): a random
+    convolution's feature distance, averaged over positions; it records the batch size of every call."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = torch.nn.Conv2d(3, 8, 5, stride=2)
+        self.calls = []
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        self.calls.append(len(a))
+        return (self.features(a) - self.features(b)).pow(2).mean((1, 2, 3), keepdim=True)
+
+
+def test_lpips_is_scored_in_chunks_with_the_values_of_one_batch(monkeypatch):
+    torch.manual_seed(0)
+    net = _StandInDistance()
+    monkeypatch.setattr(metrics, "_lpips_model", lambda name, pretrained: net)
+    g = torch.Generator().manual_seed(4)
+    x = torch.rand((11, 3, 32, 32), generator=g)
+    y = (x + 0.1 * torch.randn(x.shape, generator=g)).clamp(0, 1)
+    whole = metrics.lpips(x, y, net="vgg", pairs_per_call=len(x))
+    chunked = metrics.lpips(x, y, net="vgg", pairs_per_call=3)
+    assert net.calls == [11, 3, 3, 3, 2]
+    torch.testing.assert_close(chunked, whole, rtol=1e-6, atol=1e-9)
+    assert chunked.shape == (11,) and chunked.dtype == torch.float64
+    net.calls.clear()
+    auto = metrics.lpips(x, y, net="vgg")  # on the CPU: a fixed small chunk
+    assert net.calls == [8, 3] and metrics.LPIPS_CPU_PAIRS == 8
+    torch.testing.assert_close(auto, whole, rtol=1e-6, atol=1e-9)
+    with pytest.raises(ValueError, match="pairs_per_call"):
+        metrics.lpips(x, y, pairs_per_call=0)
+
+
+def test_lpips_pairs_per_call_from_free_gpu_memory():
+    n = 3 * 224 * 224  # the papers' ImageNet size: about 154 MB a pair
+    assert metrics.lpips_pairs_per_call(n, None) == metrics.LPIPS_CPU_PAIRS
+    assert metrics.lpips_pairs_per_call(n, 15 * 2**30) == 52  # a T4's 15 GB: half of it
+    assert metrics.lpips_pairs_per_call(n, 2**20) == 1  # never fewer than one pair
+    assert metrics.lpips_pairs_per_call(3 * 32 * 32, 15 * 2**30) > 100  # small images: all at once

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from types import SimpleNamespace
 
 import matplotlib
@@ -68,6 +69,22 @@ def settings(scale: str = "book", device: str = "auto", seed: int = 0, **overrid
     return resolve(Settings, SCALES, scale, device, seed, overrides)
 
 
+def paper_shape(folder: str | Path) -> dict:
+    """The page at ``paper`` scale with its grids cut to seconds (:func:`compendium.book.execute_paper_shape`): the
+    ends of the paper scale's sampling rates (two values of epsilon each) and of its noise multipliers and sampling
+    rates for the Edgeworth comparison, at its two smallest step counts (with ``T = 10,000`` the comparison held more
+    than 17 GB and was killed on a 23 GB machine), and the fewest simulated runs the settings allow.  The page reads
+    no data, so nothing is written into ``folder``.  Returns the notebook's parameters."""
+    paper = SCALES["paper"]
+
+    def ends(name: str) -> list:
+        return [paper[name][0], paper[name][-1]]
+
+    return dict(scale="paper", curve_sample_rates=ends("curve_sample_rates"), curve_points=2,
+                edgeworth_sigmas=ends("edgeworth_sigmas"), edgeworth_sample_rates=ends("edgeworth_sample_rates"),
+                edgeworth_steps=list(paper["edgeworth_steps"][:2]), mc_draws=10_000)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Pipelines
 # ---------------------------------------------------------------------------------------------------------------
@@ -86,10 +103,10 @@ def bound_curves(sigmas, *, dim: int = 3 * 224 * 224, clip: float = 1.0, eta_mse
 
 
 def plot_bound_curves(curves: pd.DataFrame, with_m: pd.DataFrame):
-    """The page's figure from :func:`bound_curves`: left, the expected-value bounds against epsilon (NCC, eqs. 8-9,
-    and PSNR, eq. 6, of Ziller et al. 2024); right, the probabilities of a successful reconstruction (without and
-    with the smallest norm, and the prior-aware worst case); one panel above the other, each legend under its
-    panel, off the curves."""
+    """The page's figure from :func:`bound_curves`: on top, the expected-value bounds against epsilon (NCC,
+    eqs. 8-9, and PSNR, eq. 6, of Ziller et al. 2024); below, the probabilities of a successful reconstruction
+    (without and with the smallest norm, and the prior-aware worst case); each legend under its panel, off the
+    curves."""
     eps = curves.epsilon_exact
     fig, axes = plt.subplots(2, 1, figsize=(plotting.WIDTH, 8.0), layout="constrained")
     below = dict(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2, fontsize="small")

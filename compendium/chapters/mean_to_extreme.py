@@ -3,8 +3,10 @@ calls.  Each pipeline runs one experiment of the paper (the section, proposition
 docstring) and returns its numbers; the notebook checks them against the paper's claims and shows them."""
 from __future__ import annotations
 
+import importlib.util
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -12,7 +14,7 @@ import pandas as pd
 import torch
 from scipy import stats
 
-from compendium import checks, data, metrics, plotting, validation
+from compendium import checks, data, metrics, plotting, standin, validation
 from compendium.attacks import linear_layer as attack
 from compendium.bounds import mean_to_extreme as mte
 from compendium.chapters.base import Settings as _Settings
@@ -85,6 +87,26 @@ class Settings(_Settings):
 def settings(scale: str = "book", device: str = "auto", seed: int = 0, **overrides) -> Settings:
     """The chapter's settings: the scale's values, replaced by every override that is not ``None``."""
     return resolve(Settings, SCALES, scale, device, seed, overrides)
+
+
+#: The ImageNet-named stand-in JPEGs of a paper-shape run: more than the five of Figure 6, so that each figure's
+#: seeded draw picks among them.
+PAPER_SHAPE_IMAGES = 12
+
+
+def paper_shape(folder: str | Path) -> dict:
+    """The paper pipeline at the paper's shapes with its counts cut to seconds (:func:`compendium.book.
+    execute_paper_shape`): ``PAPER_SHAPE_IMAGES`` ImageNet-named stand-in JPEGs (:func:`compendium.standin.
+    imagenet_val`) in ``folder/imagenet-val``, read at the paper's 224 px for Figures 1 and 4-6 (so Figure 1 runs
+    with the paper's ``sigma``, ``C`` and ``M*`` rows); Figure 4 at the ends of the paper's noise multipliers only; the
+    smallest image, Monte-Carlo and opacus counts the settings allow; one DP-SGD setting for the section on
+    subsampling; LPIPS-VGG only where the ``lpips`` extra is installed.  Returns the notebook's parameters."""
+    imagenet = standin.imagenet_val(Path(folder) / "imagenet-val", n=PAPER_SHAPE_IMAGES)
+    paper = SCALES["paper"]
+    return dict(scale="paper", imagenet_dir=str(imagenet), n_images=5, n_mc=10_000, n_opacus=200,
+                fig4_sigmas=[paper["fig4_sigmas"][0], paper["fig4_sigmas"][-1]], subsampling_sigmas=[1.0],
+                subsampling_sample_rates=[0.01], subsampling_steps=[100],
+                use_lpips=importlib.util.find_spec("lpips") is not None)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -538,8 +560,39 @@ PAPER_FIG4_IMAGES, PAPER_FIG4_SIDE = 100, 224
 PAPER_FIG5_A, PAPER_FIG5_SIGMA = 10.0, 1e-3
 #: Figure 6 of the paper: the image sides of scenarios (1)-(2) and (3), and the value range of scenario (2)
 PAPER_FIG6_SIDES, PAPER_FIG6_RANGE = (224, 64), 255
-_BOOK_DATA = (f"crops of the bundled photographs, {SCALES['book']['n_images']} at {SCALES['book']['resolution']} px "
-              f"at `book` scale, instead of {PAPER_FIG4_IMAGES} ImageNet images at {PAPER_FIG4_SIDE} px")
+
+
+def data_used(cfg: Settings, *, images: int | None = None, side: int | None = None,
+              paper_images: int = PAPER_FIG4_IMAGES) -> str:
+    """What an image experiment ran on, for the scorecard's reasons and findings: ``images`` images (default: the
+    Figure 4 count) at ``side`` px (default: the Figure 4 resolution), their source and the scale, and the paper's
+    data (``paper_images`` ImageNet images at 224 px; Figure 4's 100 by default) where the run's differ."""
+    n, side = images or cfg.n_images, side or cfg.resolution
+    source = "ImageNet validation images" if cfg.image_source == "imagenet" else "crops of the bundled photographs"
+    same = cfg.image_source == "imagenet" and (n, side) == (paper_images, PAPER_FIG4_SIDE)
+    return (f"{n} {source} at {side} px, at `{cfg.scale}` scale"
+            + ("" if same else f"; the paper: {paper_images} ImageNet images at {PAPER_FIG4_SIDE} px"))
+
+
+def claims(cfg: Settings) -> tuple[Claim, ...]:
+    """:data:`CLAIMS` with the reasons of the image experiments computed from the run's settings (:func:`data_used`),
+    so that the scorecard names the data, image size and scale that actually ran."""
+    half, fig1 = cfg.fig1_resolution // 2, dict(side=cfg.fig1_resolution)
+    reasons = {
+        "mte-fig1": "the PSNR gain of $M^*$ rows over one row is $10\\log_{10}(C^2/\\lVert X\\rVert^2)$ within the "
+                    f"stated tolerance for every image ({data_used(cfg, images=4, paper_images=4, **fig1)}; "
+                    + ("the paper's $C$ and $\\sigma$)" if cfg.fig1_resolution >= PAPER_FIG6_SIDES[0]
+                       else "$C=20m$ instead of the paper's $C$ and $\\sigma$)"),
+        "mte-fig4": f"the mean MSE on Prop. 2 at every σ; NMI and SSIM fall with σ, paired per image "
+                    f"({data_used(cfg)}; LPIPS where installed)",
+        "mte-fig6": "with the same noise, scenario (2)'s MSE is $255^2$ times scenario (1)'s with the same PSNR and "
+                    "NCC, and scenario (3) has a smaller MSE and a higher NCC, at every σ "
+                    f"({data_used(cfg, images=5, paper_images=5, **fig1)}, and at {half} px)",
+    }
+    return tuple(replace(c, reason=reasons.get(c.key, c.reason)) for c in CLAIMS)
+
+
+_BOOK_DATA = data_used(Settings(scale="book", device="cpu", seed=0, **SCALES["book"]))
 _SQ_NORM = "\\sigma^2\\lVert X\\rVert^2"
 
 CLAIMS = (

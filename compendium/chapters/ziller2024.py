@@ -7,9 +7,10 @@ fixed order, so a pipeline gives the same numbers every time it is called in the
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import importlib.util
 import textwrap
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -17,7 +18,7 @@ import pandas as pd
 import torch
 from scipy import stats
 
-from compendium import checks, data, dp, metrics, plotting, validation
+from compendium import checks, data, dp, metrics, plotting, standin, validation
 from compendium.attacks import linear_layer
 from compendium.bounds import ziller2024 as zb
 from compendium.chapters.base import Settings as _Settings
@@ -77,7 +78,7 @@ class Settings(_Settings):
         # Standard errors of per-cell means need a handful of images (t with n - 1 degrees of freedom).
         validation.integer("n_images", self.n_images, minimum=10)
         validation.integer("resolution", self.resolution, minimum=8)
-        validation.integer("fig3_draws", self.fig3_draws)
+        validation.integer("fig3_draws", self.fig3_draws, minimum=2)  # a standard deviation per cell
         # Below this the checks cannot resolve the O(1/N) effects they assert (e.g. the 3 % excess over bound (8)).
         validation.integer("n_mc", self.n_mc, minimum=50_000)
         validation.integer("n_opacus", self.n_opacus, minimum=50)
@@ -93,6 +94,24 @@ class Settings(_Settings):
 def settings(scale: str = "book", device: str = "auto", seed: int = 0, **overrides) -> Settings:
     """The chapter's settings: the scale's values, replaced by every override that is not ``None``."""
     return resolve(Settings, SCALES, scale, device, seed, overrides)
+
+
+#: The ImageNet-named stand-in JPEGs of a paper-shape run: a few more than its images, so that the seeded draw picks.
+PAPER_SHAPE_IMAGES = 12
+
+
+def paper_shape(folder: str | Path) -> dict:
+    """The paper pipeline at the paper's shapes with its counts cut to seconds (:func:`compendium.book.
+    execute_paper_shape`): ``PAPER_SHAPE_IMAGES`` ImageNet-named stand-in JPEGs (:func:`compendium.standin.
+    imagenet_val`) in ``folder/imagenet-val``, read at the paper's 224 px; Figure 3's resolutions (32, 224,
+    1024 px); the paper's grids cut to every other ``C`` (0.01, 10, 1000: all clipped to none clipped) and every
+    twelfth noise multiplier (1e-4, 0.1, 100); the smallest image, Monte-Carlo and opacus counts the settings allow;
+    LPIPS only where the ``lpips`` extra is installed.  Returns the notebook's parameters."""
+    imagenet = standin.imagenet_val(Path(folder) / "imagenet-val", n=PAPER_SHAPE_IMAGES)
+    return dict(scale="paper", imagenet_dir=str(imagenet), n_images=10, n_mc=50_000, n_opacus=50,
+                sigmas=list(SCALES["paper"]["sigmas"][::12]), clip_norms=list(SCALES["paper"]["clip_norms"][::2]),
+                fig3_draws=3,
+                use_lpips=importlib.util.find_spec("lpips") is not None)
 
 
 def describe_images(cfg: Settings, device, images: torch.Tensor, lpips_ok: bool, lpips_reason: str) -> str:
@@ -321,12 +340,23 @@ def figure3_grid(images: dict, clip_norms, sigmas, draws: int, *, shown, generat
 
 def figure3_cells(fig3: pd.DataFrame, images: dict) -> pd.DataFrame:
     """Figure 3's cells: per ``(C, sigma, resolution)`` the mean and standard deviation of the MSE and NCC of
-    :func:`figure3_grid`, and ``E_MSE``, the expected MSE of Proposition 1 (eq. 4) for that image."""
+    :func:`figure3_grid`, ``E_MSE``, the expected MSE of Proposition 1 (eq. 4) for that image, and ``E_MSE_sd``,
+    the standard deviation of one MSE under the law of Proposition 5 (known exactly, unlike the sample's from a few
+    draws)."""
     cells = fig3.groupby(["C", "sigma", "resolution"]).agg(MSE=("MSE", "mean"), MSE_sd=("MSE", "std"),
                                                            NCC=("NCC", "mean"), NCC_sd=("NCC", "std")).reset_index()
-    cells["E_MSE"] = [zb.expected_mse(images[r].double().cpu().numpy().ravel(), C=C, sigma=s)
-                      for r, C, s in zip(cells.resolution, cells.C, cells.sigma)]
+    flat = {r: x.double().cpu().numpy().ravel() for r, x in images.items()}
+    cells["E_MSE"] = [zb.expected_mse(flat[r], C=C, sigma=s) for r, C, s in zip(cells.resolution, cells.C, cells.sigma)]
+    cells["E_MSE_sd"] = [zb.mse_distribution(flat[r], C=C, sigma=s).std()
+                         for r, C, s in zip(cells.resolution, cells.C, cells.sigma)]
     return cells
+
+
+def student_k(draws: int, *, k: float = 6.0, tail: float = 1e-6) -> float:
+    """The multiple of a standard error estimated from ``draws`` values that a check allows: ``k``, or the
+    two-sided ``tail`` quantile of Student's t with ``draws - 1`` degrees of freedom where that is larger (a few draws
+    estimate the standard deviation too poorly for ``k`` of them; from 50 draws on it is ``k = 6``)."""
+    return max(k, float(stats.t(draws - 1).isf(tail / 2)))
 
 
 def figure3_at_clip(cells: pd.DataFrame, images: dict, C: float) -> pd.DataFrame:
@@ -525,7 +555,57 @@ PAPER = "Ziller et al. (2024)"
 ERRATA_TABLE = "ziller-errata-table"
 #: Rows of the errata table that no claim of the scorecard decides, and why.
 ERRATA_ELSEWHERE = {10: "a wrong cross-reference to a figure: no result to check"}
-_BOOK_DATA = "scikit-image photographs at 32×32 instead of 100 ImageNet images at 224×224"
+#: Figure 1 of the paper: the number of ImageNet images and their side in pixels (its caption); Figure 3's resolutions
+PAPER_FIG1_IMAGES, PAPER_FIG1_SIDE, PAPER_FIG3_SIDES = 100, 224, (32, 224, 1024)
+
+
+def data_used(cfg: Settings) -> str:
+    """What the image experiments ran on, for the scorecard's reasons and findings: the source, count and size of
+    the Figure 1/4 images and the scale, and what the paper used instead where it differs."""
+    side = f"{cfg.resolution}×{cfg.resolution}"
+    if cfg.image_source == "imagenet":
+        ran = f"{cfg.n_images} ImageNet validation images at {side}"
+    else:
+        ran = f"{cfg.n_images} crops of scikit-image's photographs at {side}"
+    paper = f"{PAPER_FIG1_IMAGES} ImageNet images at {PAPER_FIG1_SIDE}×{PAPER_FIG1_SIDE}"
+    same = cfg.image_source == "imagenet" and (cfg.n_images, cfg.resolution) == (PAPER_FIG1_IMAGES, PAPER_FIG1_SIDE)
+    return f"{ran}, at `{cfg.scale}` scale" + ("" if same else f"; the paper: {paper}")
+
+
+def _fig3_sides(resolutions) -> str:
+    return ", ".join(map(str, resolutions[:-1])) + f" and {resolutions[-1]} px"
+
+
+def claims(cfg: Settings) -> tuple[Claim, ...]:
+    """:data:`CLAIMS` with the reasons of the image experiments computed from the run's settings (:func:`data_used`,
+    Figure 3's resolutions), so that the scorecard names the data, image size and scale that actually ran."""
+    reasons = {
+        "ziller-fig1": f"the four properties, checked per cell ({data_used(cfg)})",
+        "ziller-fig3": f"both properties, checked in every cell (the astronaut at {_fig3_sides(cfg.fig3_resolutions)}"
+                       f", at `{cfg.scale}` scale; the paper's: {_fig3_sides(PAPER_FIG3_SIDES)})",
+        "ziller-fig4": f"NMI and SSIM fall with σ for every C, paired per image ({data_used(cfg)}; LPIPS where "
+                       "installed)",
+        "ziller-conclusion": "centred, clipped images attain bound (8); the MSE and PSNR follow the clipping bias "
+                             f"({data_used(cfg)})",
+    }
+    return tuple(replace(c, reason=reasons.get(c.key, c.reason)) for c in CLAIMS)
+
+
+def paired_trend(results: pd.DataFrame, metric: str, *, k: float = 6.0) -> tuple[list[float], float]:
+    """Whether ``metric`` of :func:`figure1_grid` falls with ``sigma``, paired per image (Figure 4, Appendix B):
+    the ``C`` at which the mean change between neighbouring ``sigma`` exceeds ``k`` of its standard errors upwards,
+    and the mean fall from the smallest to the largest ``sigma`` over images and ``C`` in its standard errors."""
+    rises = []
+    for C, grp in results.groupby("C"):
+        steps = np.diff(grp.pivot(index="image", columns="sigma", values=metric).to_numpy(), axis=1)
+        if np.any(steps.mean(0) > k * steps.std(0, ddof=1) / np.sqrt(len(steps)) + 1e-12):
+            rises.append(float(C))
+    per_image = results.pivot_table(index=["C", "image"], columns="sigma", values=metric).to_numpy()
+    fall = per_image[:, 0] - per_image[:, -1]
+    return rises, float(fall.mean() / (fall.std(ddof=1) / np.sqrt(len(fall))))
+
+
+_BOOK_DATA = data_used(Settings(scale="book", device="cpu", seed=0, **SCALES["book"]))
 
 CLAIMS = (
     Claim("ziller-prop1", "Prop. 1, eqs. (4)–(5)", "theorem",
