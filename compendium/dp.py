@@ -35,8 +35,13 @@ def effective_mu(noise_multiplier: float, steps: int, sample_rate: float = 1.0) 
 
 
 def prv_in_range(noise_multiplier: float, steps: int, sample_rate: float = 1.0) -> bool:
-    """Whether opacus' PRV accountant is inside its numerical range: ``1 / mu >= PRV_MIN_EFFECTIVE_SIGMA``."""
-    return 1 / effective_mu(noise_multiplier, steps, sample_rate) >= PRV_MIN_EFFECTIVE_SIGMA
+    """Whether opacus' PRV accountant is inside its numerical range: ``1 / mu >= PRV_MIN_EFFECTIVE_SIGMA``, or
+    ``sigma / sqrt(T) >= PRV_MIN_EFFECTIVE_SIGMA`` (the full-batch ``1 / mu``, which bounds the subsampled
+    composition's privacy loss from above; the central limit overstates ``mu`` at large ``q`` and small ``sigma``,
+    where the accountant works, e.g. the transfer-learning chapter's ``q = 1/2``)."""
+    floor = PRV_MIN_EFFECTIVE_SIGMA
+    return (1 / effective_mu(noise_multiplier, steps, sample_rate) >= floor
+            or noise_multiplier / np.sqrt(steps) >= floor)
 
 # Renyi orders for the RDP accountant: opacus' defaults (1.1 to 63) plus orders close to 1 (very small sigma) and up
 # to 4096 (very large sigma), so that the optimal order lies inside the range for every sigma the book uses.
@@ -114,8 +119,9 @@ def epsilon(noise_multiplier: float, steps: int = 1, delta: float = 1e-5, sample
         if not prv_in_range(noise_multiplier, steps, sample_rate):
             raise ValueError(
                 f"the PRV accountant is out of its numerical range for 1/mu = "
-                f"{1 / effective_mu(noise_multiplier, steps, sample_rate):.3g} < {PRV_MIN_EFFECTIVE_SIGMA} "
-                "(mu: the composition's GDP parameter, see compendium.dp.effective_mu); the RDP epsilon holds")
+                f"{1 / effective_mu(noise_multiplier, steps, sample_rate):.3g} and sigma/sqrt(steps) = "
+                f"{noise_multiplier / np.sqrt(steps):.3g}, both < {PRV_MIN_EFFECTIVE_SIGMA} (mu: the composition's "
+                "GDP parameter, see compendium.dp.effective_mu); the RDP epsilon holds")
         acc = PRVAccountant()
     else:
         raise ValueError(f"accountant={accountant!r}; allowed: 'rdp', 'prv'")

@@ -303,17 +303,12 @@ def test_extractor_embeds_with_the_whole_model_or_its_features():
 
 
 def _fake_paper_data(root):
-    """MNIST (20 / 10 images per digit) and EMNIST letters (2 per letter) as the IDX files the loaders read."""
-    from test_data import _write_idx
+    """MNIST (20 / 10 images per digit) and EMNIST letters (2 per letter) as the IDX files the loaders read
+    (compendium.standin's, with MNIST's pixel mean)."""
+    from compendium import standin
 
-    rng = np.random.default_rng(0)
-    files = {"mnist": [("train", 200, 10, 0), ("t10k", 100, 10, 0)],
-             "emnist": [("emnist-letters-train", 52, 26, 1), ("emnist-letters-test", 26, 26, 1)]}
-    for folder, splits in files.items():
-        (root / folder).mkdir()
-        for prefix, n, classes, first in splits:
-            _write_idx(root / folder / f"{prefix}-images-idx3-ubyte.gz", rng.integers(0, 256, (n, 28, 28)))
-            _write_idx(root / folder / f"{prefix}-labels-idx1-ubyte.gz", np.arange(n) % classes + first)
+    standin.mnist(root / "mnist", train=200, test=100, seed=0)
+    standin.emnist_letters(root / "emnist", train=52, test=26, seed=1)
 
 
 def test_paper_scale_pipeline_on_small_files(tmp_path):

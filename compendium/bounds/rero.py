@@ -72,7 +72,7 @@ def rero_bound(tradeoff, kappa):
 # ---------------------------------------------------------------------------------------------------------------
 # the exact trade-off function of the Poisson-subsampled Gaussian mechanism
 # ---------------------------------------------------------------------------------------------------------------
-#: The directions of neighbouring datasets a bound can hold for: ``"add"`` (``f = T(P, Q)``, the null hypothesis
+#: The directions of neighbouring datasets a bound can hold for, ``"add"`` (``f = T(P, Q)``, the null hypothesis
 #: "the target is absent"), ``"remove"`` (``f^{-1} = T(Q, P)``) and both (``min(f, f^{-1})``, the default).
 ADJACENCIES = ("add_or_remove", "add", "remove")
 
