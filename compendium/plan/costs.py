@@ -172,9 +172,6 @@ def _training_step(name: str, epochs: int, images: int, macs: float, parameter: 
 # ---------------------------------------------------------------------------------------------------------------
 # HCR
 # ---------------------------------------------------------------------------------------------------------------
-#: Per bounded image, each HCR run keeps about this many arrays of p float64 values (p: the image's pixels), the
-#: per-mode bound and the perturbation found (the HCR chapter's results after they were slimmed down).
-HCR_ARRAYS_PER_IMAGE = 2
 #: The images whose full Jacobian (p x n float32) the rank check holds (``hcr.jacobian_ranks``' ``max_images``).
 HCR_RANK_IMAGES = 32
 #: Downloads (bytes): the four MNIST ``*-ubyte.gz`` files and CIFAR-10's ``cifar-10-python.tar.gz``.
@@ -205,7 +202,7 @@ def _hcr(cfg):
     """Chaudhuri et al.: :func:`hcr_solves` LSQR solves per task, at ``paper`` scale the measured ImageNet ResNet-18
     solve scaled by the network's forward MACs (:func:`forward_macs`), else the book run's time per solve; the two
     classifiers' training (:func:`_training_step`); with ``imagenet_dir``, ResNet-18's and Swin-T's bounds.  RAM:
-    :data:`HCR_ARRAYS_PER_IMAGE` arrays of ``p`` float64 values per bounded image and run, and the training images;
+    the chapter's own estimate (:func:`compendium.chapters.hcr.host_ram_bytes`);
     GPU: the larger classifier with AdamW's state and the rank check's Jacobians; disk: the downloads."""
     from compendium import models
 
@@ -256,14 +253,8 @@ def _hcr(cfg):
         disk += [(f"{cfg.imagenet_examples} ImageNet JPEGs", cfg.imagenet_examples * IMAGENET_JPEG_BYTES),
                  ("ResNet-18 and Swin-T weights", sum(b for b, _ in IMAGENET_NETWORKS.values()))]
     gray_p, colour_p = gray_side**2, 3 * colour_side**2
-    i_max = max(cfg.power_iterations)
-    gray_runs = 4 + sum(1 for i in cfg.power_iterations if i < i_max)
-    colour_runs = 2 + sum(1 for i in cfg.power_iterations if i < min(6, i_max))
-    results = HCR_ARRAYS_PER_IMAGE * F64 * (gray_runs * cfg.gray_examples * gray_p
-                                            + (2 + gray_runs - 4) * cfg.gray_cnn_examples * gray_p
-                                            + colour_runs * cfg.colour_examples * colour_p)
-    ram = Need((("bounds kept", results),
-                ("training images (float32)", F32 * (gray_images * gray_p + colour_images * colour_p))),
+    ram = Need((("data, classifiers, kept bounds, one run's LSQR block and the rank check's Jacobians "
+                 "(hcr.host_ram_bytes)", module.host_ram_bytes(cfg)),),
                f"gray_examples={cfg.gray_examples}, colour_examples={cfg.colour_examples}: reduce them", summed=True)
     gpu = Need((("classifier, its gradient and AdamW's moments", 4 * F32 * max(weights_of(gray), weights_of(colour))),
                 (f"Jacobians of the rank check ({HCR_RANK_IMAGES} images)",
