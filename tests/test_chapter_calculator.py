@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pytest
 
 from compendium import risk
-from compendium.bounds import hcr
+from compendium.bounds import hcr, rero
 from compendium.chapters import calculator as chapter
 
 
@@ -51,3 +52,52 @@ def test_paper_shape_cuts_the_paper_grids_to_their_ends(tmp_path):
     assert params["scale"] == "paper" and not any(tmp_path.iterdir())
     cfg = chapter.settings(**params)
     assert cfg.edgeworth_steps == (30, 100) and cfg.curve_sample_rates == (1.0, 0.001)
+    assert len(cfg.attack_settings) == 2 and cfg.attack_trials == 50
+
+
+def test_attack_against_bound_stays_below_the_bound_on_a_tiny_setting():
+    settings = [(1.5, 0.5, 5, 0.25), (2.0, 1.0, 3, 0.5)]
+    table = chapter.attack_against_bound(settings, trials=200, seed=0)
+    assert list(table.columns) == ["σ", "q", "T", "κ", "trials", "attack success", "SE", "bound (estimate)",
+                                   "bound (certified)", "gap [SE]"]
+    assert len(table) == 2 and (table.trials == 200).all()
+    assert (table["attack success"] <= table["bound (certified)"] + 3 * table.SE).all()
+    assert (table["bound (estimate)"] <= table["bound (certified)"] + 1e-12).all()
+    assert np.allclose(table["gap [SE]"], (table["bound (certified)"] - table["attack success"]) / table.SE)
+
+
+@pytest.mark.parametrize("settings, trials", [
+    ([(1.0, 0.1, 10, 0.3)], 100),        # kappa not 1 / m
+    ([(0.0, 0.1, 10, 0.5)], 100),        # sigma 0
+    ([(1.0, 1.5, 10, 0.5)], 100),        # q above 1
+    ([(1.0, 0.1, 10)], 100),             # three numbers
+    ([], 100),                           # no setting
+    ([(1.0, 0.1, 10, 0.5)], 5),          # too few trials
+])
+def test_attack_against_bound_refuses_bad_input(settings, trials):
+    with pytest.raises(ValueError):
+        chapter.attack_against_bound(settings, trials=trials)
+
+
+def test_adjacency_bounds_default_is_the_larger_direction():
+    out = chapter.adjacency_bounds(kappa=0.01, noise_multiplier=1.0, sample_rate=0.1, steps=10)
+    assert set(out) == set(rero.ADJACENCIES)
+    assert out["add_or_remove"] == max(out["add"], out["remove"])
+
+
+def test_same_epsilon_worst_cases_calibrates_each_pair():
+    table = chapter.same_epsilon_worst_cases(epsilon=2.0, pairs=[(0.1, 10), (1.0, 5)], kappa=0.01)
+    assert table.shape[0] == 2 and np.allclose(table["epsilon (RDP)"], 2.0, atol=0.01)
+    assert (table["worst case (certified)"] > 0.01).all()
+    with pytest.raises(ValueError):
+        chapter.same_epsilon_worst_cases(epsilon=-1.0, pairs=[(0.1, 10)], kappa=0.01)
+
+
+def test_attack_settings_are_validated_at_every_scale():
+    for scale in chapter.SCALES:
+        cfg = chapter.settings(scale, device="cpu")
+        assert all(len(s) == 4 for s in cfg.attack_settings)
+    with pytest.raises(ValueError):
+        chapter.settings("ci", device="cpu", attack_settings=[[1.0, 0.1, 10, 0.3]])
+    cfg = chapter.settings("ci", device="cpu", attack_settings=[[1.0, 0.1, 10, 0.5]])
+    assert cfg.attack_settings == ((1.0, 0.1, 10, 0.5),)

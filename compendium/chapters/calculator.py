@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from compendium import checks, plotting, risk, validation
+from compendium import checks, dp, plotting, risk, validation
 from compendium.bounds import rero
 from compendium.bounds import ziller2024 as zb
 from compendium.bounds import hcr
@@ -28,12 +28,17 @@ SECONDS = {"ci": 32, "book": 60}
 
 SCALES = {
     "ci": dict(curve_sample_rates=(1.0, 0.01), curve_points=2, edgeworth_sigmas=(1.0,),
-               edgeworth_sample_rates=(0.01, 0.1), edgeworth_steps=(100,), mc_draws=50_000),
+               edgeworth_sample_rates=(0.01, 0.1), edgeworth_steps=(100,), mc_draws=50_000,
+               attack_settings=((0.8, 0.2, 50, 0.1), (1.5, 0.5, 20, 0.05)), attack_trials=200),
     "book": dict(curve_sample_rates=(1.0, 0.1, 0.01, 0.001), curve_points=8, edgeworth_sigmas=(0.7, 1.0),
-                 edgeworth_sample_rates=(0.001, 0.01, 0.1), edgeworth_steps=(100, 1000), mc_draws=200_000),
+                 edgeworth_sample_rates=(0.001, 0.01, 0.1), edgeworth_steps=(100, 1000), mc_draws=200_000,
+                 attack_settings=((1.0, 0.1, 100, 0.1), (0.8, 0.2, 50, 0.1), (1.5, 0.5, 20, 0.05)),
+                 attack_trials=2000),
     "paper": dict(curve_sample_rates=(1.0, 0.1, 0.03, 0.01, 0.003, 0.001), curve_points=16,
                   edgeworth_sigmas=(0.5, 0.7, 1.0, 2.0, 4.0), edgeworth_sample_rates=(0.001, 0.003, 0.01, 0.03, 0.1),
-                  edgeworth_steps=(30, 100, 1000, 10_000), mc_draws=1_000_000),
+                  edgeworth_steps=(30, 100, 1000, 10_000), mc_draws=1_000_000,
+                  attack_settings=((1.0, 0.1, 100, 0.1), (0.8, 0.2, 50, 0.1), (1.5, 0.5, 20, 0.05),
+                                   (2.0, 0.01, 1000, 0.1)), attack_trials=2000),
 }
 
 
@@ -42,7 +47,9 @@ class Settings(_Settings):
     """The calculator page's settings.  Only the section on subsampling depends on the scale: the sampling rates
     ``curve_sample_rates`` and ``curve_points`` noise levels per rate in the figure of the bound against epsilon; the
     grid of noise multipliers, sampling rates and step counts on which the authors' Edgeworth approximation is compared
-    with the exact bound; ``mc_draws`` simulated DP-SGD runs per hypothesis in the likelihood-ratio check."""
+    with the exact bound; ``mc_draws`` simulated DP-SGD runs per hypothesis in the likelihood-ratio check;
+    ``attack_settings`` the settings ``(sigma, q, T, kappa)`` at which the prior-aware attack runs against real
+    DP-SGD, ``attack_trials`` trainings each."""
 
     curve_sample_rates: tuple[float, ...]
     curve_points: int
@@ -50,6 +57,8 @@ class Settings(_Settings):
     edgeworth_sample_rates: tuple[float, ...]
     edgeworth_steps: tuple[int, ...]
     mc_draws: int
+    attack_settings: tuple[tuple[float, float, int, float], ...]
+    attack_trials: int
 
     def validate(self) -> None:
         for q in validation.grid("curve_sample_rates", self.curve_sample_rates, what="sampling rates"):
@@ -62,6 +71,29 @@ class Settings(_Settings):
         for t in self.edgeworth_steps:
             validation.integer("edgeworth_steps", t, minimum=30, what="the approximation needs T >= 30")
         validation.integer("mc_draws", self.mc_draws, minimum=10_000)
+        object.__setattr__(self, "attack_settings", _attack_settings(self.attack_settings))
+        validation.integer("attack_trials", self.attack_trials, minimum=20)
+
+
+def _attack_settings(settings) -> tuple[tuple[float, float, int, float], ...]:
+    """``settings`` as a tuple of ``(sigma, q, T, kappa)`` tuples (papermill passes lists), each checked: ``sigma >
+    0``, ``0 < q <= 1``, ``T >= 1``, ``kappa = 1 / m`` for an integer ``m >= 2`` (the attack's prior)."""
+    if isinstance(settings, (str, bytes)) or not hasattr(settings, "__len__") or len(settings) == 0:
+        raise ValueError(f"attack_settings={settings!r}; allowed: a non-empty list of (sigma, q, T, kappa)")
+    checked = []
+    for one in settings:
+        if isinstance(one, (str, bytes)) or not hasattr(one, "__len__") or len(one) != 4:
+            raise ValueError(f"attack_settings has {one!r}; allowed: (sigma, q, T, kappa)")
+        sigma, q, steps, kappa = one
+        validation.positive("attack_settings sigma", sigma)
+        validation.number("attack_settings q", q, above=0.0, at_most=1.0, what="Poisson sampling rate q")
+        validation.integer("attack_settings T", steps)
+        validation.probability("attack_settings kappa", kappa)
+        m = round(1 / kappa)
+        if m < 2 or abs(m * kappa - 1) > 1e-9:
+            raise ValueError(f"attack_settings kappa={kappa!r}; allowed: 1 / m for an integer m >= 2")
+        checked.append((float(sigma), float(q), int(steps), float(kappa)))
+    return tuple(checked)
 
 
 def settings(scale: str = "book", device: str = "auto", seed: int = 0, **overrides) -> Settings:
@@ -73,7 +105,8 @@ def paper_shape(folder: str | Path) -> dict:
     """The page at ``paper`` scale with its grids cut to seconds (:func:`compendium.book.execute_paper_shape`): the
     ends of the paper scale's sampling rates (two values of epsilon each) and of its noise multipliers and sampling
     rates for the Edgeworth comparison, at its two smallest step counts (with ``T = 10,000`` the comparison held more
-    than 17 GB and was killed on a 23 GB machine), and the fewest simulated runs the settings allow.  The page reads
+    than 17 GB and was killed on a 23 GB machine), the fewest simulated runs the settings allow, and the attack
+    against real DP-SGD at the paper scale's two settings with the fewest steps, 50 trainings each.  The page reads
     no data, so nothing is written into ``folder``.  Returns the notebook's parameters."""
     paper = SCALES["paper"]
 
@@ -82,7 +115,9 @@ def paper_shape(folder: str | Path) -> dict:
 
     return dict(scale="paper", curve_sample_rates=ends("curve_sample_rates"), curve_points=2,
                 edgeworth_sigmas=ends("edgeworth_sigmas"), edgeworth_sample_rates=ends("edgeworth_sample_rates"),
-                edgeworth_steps=list(paper["edgeworth_steps"][:2]), mc_draws=10_000)
+                edgeworth_steps=list(paper["edgeworth_steps"][:2]), mc_draws=10_000,
+                attack_settings=[list(s) for s in sorted(paper["attack_settings"], key=lambda s: s[2])[:2]],
+                attack_trials=50)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -230,3 +265,74 @@ def quoted_numbers() -> dict[str, float]:
     return {"calc_exercise1_exact": float(exact), "calc_exercise1_edgeworth": edgeworth,
             "calc_exercise1_ratio": float(exact) / kappa, "calc_exercise2_sigma_clip": clipped,
             "calc_exercise2_sigma_min_norm": smallest}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Does an attack reach the worst case?  The practitioners' questions
+# ---------------------------------------------------------------------------------------------------------------
+def attack_against_bound(settings, *, trials: int, seed: int = 0) -> pd.DataFrame:
+    """The prior-aware attack of Hayes et al. (2023, Section 5) against real DP-SGD beside the ReRo bound
+    ``gamma = 1 - f(kappa)`` of the same mechanism (Hayes et al. 2023, Thm. 2; :func:`compendium.bounds.rero.
+    rero_bound_subsampled`, both adjacency directions).  For each ``(sigma, q, T, kappa)`` of ``settings``:
+    :func:`compendium.attacks.prior_aware.run_prior_aware_attack` with ``trials`` trainings (seed ``seed``), its
+    success rate and binomial standard error, the bound's estimate and certified value, and the gap
+    ``(certified - success) / SE`` in standard errors (negative: the attack above the bound).  One row per setting.
+    Bad settings or ``trials < 20`` raise ``ValueError`` before any training."""
+    import warnings
+
+    from compendium.attacks.prior_aware import run_prior_aware_attack
+
+    settings = _attack_settings(settings)
+    trials = validation.integer("trials", trials, minimum=20)
+    rows = []
+    for sigma, q, steps, kappa in settings:
+        with warnings.catch_warnings():  # torch's note on opacus' hooks (the inputs need no gradient)
+            warnings.filterwarnings("ignore", message="Full backward hook is firing")
+            attack = run_prior_aware_attack(noise_multiplier=sigma, sample_rate=q, steps=steps, kappa=kappa,
+                                            trials=trials, seed=seed)
+        estimate, certified = (float(v) for v in rero.rero_bound_subsampled(
+            kappa, noise_multiplier=sigma, sample_rate=q, steps=steps))
+        rows.append({"σ": sigma, "q": q, "T": steps, "κ": kappa, "trials": trials, "attack success": attack["success"],
+                     "SE": attack["se"], "bound (estimate)": estimate, "bound (certified)": certified,
+                     "gap [SE]": (certified - attack["success"]) / attack["se"]})
+    return pd.DataFrame(rows)
+
+
+def adjacency_bounds(*, kappa: float, noise_multiplier: float, sample_rate: float, steps: int) -> dict[str, float]:
+    """The ReRo bound ``1 - f(kappa)`` (estimate) of DP-SGD with Poisson sampling for each of
+    :data:`compendium.bounds.rero.ADJACENCIES`: ``"add"`` (``f``, null: the target absent), ``"remove"`` (``f^{-1}``)
+    and the default ``"add_or_remove"``, ``min(f, f^{-1})`` (Dong et al. 2022, Def. F.1 symmetrise the same way),
+    whose bound is the larger of the two (checked here)."""
+    out = {a: float(rero.rero_bound_subsampled(kappa, noise_multiplier=noise_multiplier, sample_rate=sample_rate,
+                                               steps=steps, adjacency=a)[0]) for a in rero.ADJACENCIES}
+    checks.assert_close(out["add_or_remove"], max(out["add"], out["remove"]), 0.0, rtol=1e-12,
+                        what="the default takes the larger of the two directions")
+    return out
+
+
+def same_epsilon_worst_cases(*, epsilon: float, pairs, kappa: float, delta: float = 1e-5) -> pd.DataFrame:
+    """For one privacy budget ``epsilon`` (at ``delta``) and each ``(q, T)`` of ``pairs``: the noise multiplier that
+    opacus' RDP accountant calibrates to it (``opacus.accountants.utils.get_noise_multiplier``) and the certified
+    prior-aware worst case ``1 - f(kappa)`` at that sigma (Hayes et al. 2023, Thm. 2; :func:`compendium.bounds.
+    rero.rero_bound_subsampled`).  One row per pair."""
+    import warnings
+
+    from opacus.accountants.utils import get_noise_multiplier
+
+    eps = validation.positive("epsilon", epsilon)
+    validation.probability("kappa", kappa)
+    validation.probability("delta", delta)
+    rows = []
+    for q, steps in pairs:
+        validation.number("q", q, above=0.0, at_most=1.0, what="Poisson sampling rate q")
+        validation.integer("T", steps)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sigma = float(get_noise_multiplier(target_epsilon=eps, target_delta=delta, sample_rate=float(q),
+                                               steps=int(steps), accountant="rdp", epsilon_tolerance=0.005))
+        estimate, certified = (float(v) for v in rero.rero_bound_subsampled(
+            kappa, noise_multiplier=sigma, sample_rate=float(q), steps=int(steps)))
+        rows.append({"q": float(q), "T": int(steps), "σ": sigma, "epsilon (RDP)": dp.epsilon(
+            sigma, int(steps), delta, sample_rate=float(q)), "worst case (certified)": certified,
+            "numerical error": certified - estimate})
+    return pd.DataFrame(rows)
