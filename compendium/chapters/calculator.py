@@ -271,7 +271,7 @@ def quoted_numbers() -> dict[str, float]:
 # Does an attack reach the worst case?  The practitioners' questions
 # ---------------------------------------------------------------------------------------------------------------
 def attack_against_bound(settings, *, trials: int, seed: int = 0) -> pd.DataFrame:
-    """The prior-aware attack of Hayes et al. (2023, Section 5) against real DP-SGD beside the ReRo bound
+    """The prior-aware attack of Hayes et al. (2023) against real DP-SGD beside the ReRo bound
     ``gamma = 1 - f(kappa)`` of the same mechanism (Hayes et al. 2023, Thm. 2; :func:`compendium.bounds.rero.
     rero_bound_subsampled`, both adjacency directions).  For each ``(sigma, q, T, kappa)`` of ``settings``:
     :func:`compendium.attacks.prior_aware.run_prior_aware_attack` with ``trials`` trainings (seed ``seed``), its
