@@ -76,8 +76,8 @@ def hours_text(hours: float) -> str:
 
 @dataclass(frozen=True)
 class Plan:
-    """A chapter run's cost: its steps (:class:`Step`) and its peak GPU memory, host RAM and disk (:class:`Need`,
-    disk in ``folder``).  ``device`` is the machine the plan was made on, as a :class:`Card` (``None``: a CUDA card
+    """A chapter run's cost: its steps (``Step``) and its peak GPU memory, host RAM and disk (``Need``, disk in
+    ``folder``).  ``device`` is the machine the plan was made on, as a ``Card`` (``None``: a CUDA card
     not in :data:`CARDS`), ``torch_device`` the run's (``"cpu"``, ``"cuda:1"``); ``measured`` the chapter's
     measured seconds for this very run on 2 CPU cores (its ``SECONDS``, at a scale's default settings on the CPU),
     which then replace the CPU's stated speed."""
@@ -177,7 +177,7 @@ class Plan:
     def check_fits(self, *, ram_bytes: float | None = None, disk_bytes: float | None = None,
                    gpu_bytes: float | None = None) -> None:
         """Raise a ``ValueError`` naming the setting to change when the run needs more host RAM, free disk (in
-        :attr:`folder`) or GPU memory than the machine has.  Each capacity not given is read from this machine:
+        ``folder``) or GPU memory than the machine has.  Each capacity not given is read from this machine:
         the available RAM (psutil), the free disk of the folder or of its nearest existing parent
         (``shutil.disk_usage``) and the free memory of the CUDA device (``torch.cuda.mem_get_info``; a run on the CPU
         holds its tensors in RAM, so they count there)."""
