@@ -50,3 +50,15 @@ def in_repository(path: str | Path) -> Path:
     runs in ``notebooks/``, the tests in the root): the one rule for every data, weight and output folder."""
     path = Path(path)
     return path if path.is_absolute() else repository_root() / path
+
+
+def glued_texts(cells) -> dict[str, tuple[int, str]]:
+    """Name -> (index of the cell that glued it, its ``text/plain``) for every value that the cells of an executed
+    notebook glued with myst-nb's ``glue`` (an output whose metadata holds a ``scrapbook`` record)."""
+    values = {}
+    for index, cell in enumerate(cells):
+        for output in cell.get("outputs", []):
+            record = output.get("metadata", {}).get("scrapbook", {})
+            if "name" in record:
+                values[record["name"]] = (index, output["data"].get(record.get("mime_prefix", "") + "text/plain", ""))
+    return values

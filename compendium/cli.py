@@ -123,6 +123,9 @@ def _parser() -> argparse.ArgumentParser:
     students = commands.add_parser("student-edition",
                                    help="write the chapter notebooks without the exercises' solutions into a folder")
     students.add_argument("out", type=Path, metavar="OUT", help="the folder to write the notebooks into")
+    students.add_argument("--executed", type=Path, default=None, metavar="DIR",
+                          help="the executed notebooks whose glued numbers the edition writes out (default: the "
+                               "last build's, _build/executed/notebooks)")
     students.set_defaults(action=_student_edition)
 
     risk = commands.add_parser(
@@ -217,7 +220,7 @@ def _plan(args: argparse.Namespace) -> None:
 def _student_edition(args: argparse.Namespace) -> None:
     from compendium import student
 
-    for path in student.student_edition(args.out):
+    for path in student.student_edition(args.out, student.executed_in(args.executed or student.default_executed())):
         print(path)
 
 

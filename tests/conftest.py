@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -41,12 +42,16 @@ class BookWork:
     def __init__(self, build_dir: Path):
         self.build_dir = build_dir
         self.executed, self.nbval, self.paper_shapes, self.site = Future(), Future(), Future(), Future()
+        #: (step, chapter) -> wall seconds, printed at the end of the session (:func:`pytest_terminal_summary`)
+        self.seconds: dict[tuple[str, str], float] = {}
         threading.Thread(target=self._run, name="book work", daemon=True).start()
 
     def _run(self) -> None:
         try:
             self.chapters()
+            start = time.perf_counter()
             self.site.set_result(book.build_book(scale="ci", out=self.build_dir, jobs=JOBS))
+            self.seconds["site", "all"] = time.perf_counter() - start
         except BaseException as err:  # handed to every fixture that waits on this step or a later one
             for rest in (self.executed, self.nbval, self.paper_shapes, self.site):
                 if not rest.done():
@@ -77,7 +82,6 @@ class BookWork:
                 self.executed.set_result({key: executed[key] for key in keys})
 
         def worker() -> None:
-            nonlocal executing
             while True:
                 with ready:
                     while not tasks and not shapes and executing:
@@ -85,30 +89,38 @@ class BookWork:
                     if not tasks and not shapes:
                         return
                     kind, key = tasks.pop(0) if tasks else shapes.pop(0)
-                if kind == "paper-shape":
-                    try:
-                        shaped[key] = paper_shape(key, out)
-                    except Exception as err:  # reported by that chapter's paper-shape test
-                        shaped[key] = err
-                    continue
-                if kind == "nbval":
-                    try:
-                        reports[key] = nbval(executed[key])
-                    except Exception as err:  # reported by that chapter's nbval test
-                        reports[key] = (1, f"nbval could not run: {err!r}")
-                    continue
+                start = time.perf_counter()
                 try:
-                    executed[key] = book.execute_chapters([key], scale="ci", out_dir=out, jobs=JOBS,
-                                                          processes=JOBS)[key]
-                except Exception as err:
-                    failed[key] = err
-                with ready:
-                    executing -= 1
-                    if key in executed:
-                        tasks.append(("nbval", key))
-                    if not executing:
-                        ended()
-                    ready.notify_all()
+                    do(kind, key)
+                finally:
+                    self.seconds[kind, key] = time.perf_counter() - start
+
+        def do(kind: str, key: str) -> None:
+            nonlocal executing
+            if kind == "paper-shape":
+                try:
+                    shaped[key] = paper_shape(key, out)
+                except Exception as err:  # reported by that chapter's paper-shape test
+                    shaped[key] = err
+                return
+            if kind == "nbval":
+                try:
+                    reports[key] = nbval(executed[key])
+                except Exception as err:  # reported by that chapter's nbval test
+                    reports[key] = (1, f"nbval could not run: {err!r}")
+                return
+            try:
+                executed[key] = book.execute_chapters([key], scale="ci", out_dir=out, jobs=JOBS,
+                                                      processes=JOBS)[key]
+            except Exception as err:
+                failed[key] = err
+            with ready:
+                executing -= 1
+                if key in executed:
+                    tasks.append(("nbval", key))
+                if not executing:
+                    ended()
+                ready.notify_all()
 
         workers = [threading.Thread(target=worker, name=f"book work {i}", daemon=True) for i in range(JOBS)]
         for thread in workers:
@@ -215,3 +227,13 @@ def paper_shape_notebooks(book_work: BookWork) -> dict[str, Path | Exception]:
 def site(book_work: BookWork) -> Path:
     """The html folder of the book built at ``ci`` scale (reusing :func:`executed_notebooks`)."""
     return book_work.site.result()
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    """The book work's steps with their wall seconds, longest first: where the suite's time budget goes."""
+    if BOOK_WORK not in config.stash or not config.stash[BOOK_WORK].seconds:
+        return
+    seconds = config.stash[BOOK_WORK].seconds
+    terminalreporter.write_sep("=", f"book work on {JOBS} workers: {sum(seconds.values()):.0f} s in all")
+    for (step, key), value in sorted(seconds.items(), key=lambda item: -item[1]):
+        terminalreporter.write_line(f"{value:7.1f} s  {step} {key}")

@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from compendium import book, chapters
+from compendium import book, chapters, cli
 
 CHAPTER = next(iter(chapters.registry()))
 
@@ -25,13 +25,21 @@ CHAPTER = next(iter(chapters.registry()))
     ],
     ids=["chapter", "build-scale", "run-scale", "seed", "device"],
 )
-def test_bad_arguments_exit_2_and_list_valid_values(args: list[str], listed: list[str], tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "compendium", *args], cwd=tmp_path, capture_output=True,
-                            text=True, timeout=120)
-    assert result.returncode == 2, result.stderr
+def test_bad_arguments_exit_2_and_list_valid_values(args: list[str], listed: list[str], capsys) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(args)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
     for value in listed:
-        assert value in result.stderr, f"{value!r} missing from: {result.stderr}"
-    assert "Executing" not in result.stderr + result.stdout
+        assert value in err, f"{value!r} missing from: {err}"
+    assert "Executing" not in err
+
+
+def test_python_dash_m_compendium_parses_its_arguments(tmp_path: Path) -> None:
+    """The module entry point (``python -m compendium``) is the command line above."""
+    result = subprocess.run([sys.executable, "-m", "compendium", "run", "no-such-chapter"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and CHAPTER in result.stderr, result.stderr
 
 
 def test_execute_chapter_validates_before_work(tmp_path: Path) -> None:
