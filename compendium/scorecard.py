@@ -185,8 +185,14 @@ def counts(card: dict) -> Counter:
     return Counter(row["verdict"] for row in card["rows"])
 
 
+#: a formula followed by punctuation: the punctuation goes inside it, so that it cannot wrap onto a line of its own
+_MATH_THEN_PUNCTUATION = re.compile(r"\$([^$]+)\$([.,;:])")
+
+
 def _cell(text: str) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|") or "—"
+    """``text`` as one table cell: one line, its pipes escaped, the punctuation after a formula inside it."""
+    text = _MATH_THEN_PUNCTUATION.sub(r"$\1\2$", " ".join(str(text).split()))
+    return text.replace("|", "\\|") or "—"
 
 
 _BARE_ROLE = re.compile(r"^\{(prf:ref|numref)\}`([\w-]+)`$")
