@@ -13,7 +13,7 @@ import nbformat
 import pytest
 
 from compendium import chapters
-from compendium.base import repository_root
+from compendium.base import glued_texts, repository_root
 
 ROOT = repository_root()
 SOURCES = sorted(p for p in (ROOT / "notebooks").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
@@ -111,13 +111,7 @@ _PASTED = re.compile(r"\{glue:text\}`(?:/?(notebooks/\w+\.ipynb)::)?([^`:]+)(?::
 
 def _glued(notebook: Path) -> dict[str, str]:
     """Name -> text/plain of every value an executed notebook glues."""
-    values = {}
-    for cell in nbformat.read(notebook, as_version=4).cells:
-        for output in cell.get("outputs", []):
-            record = output.get("metadata", {}).get("scrapbook", {})
-            if "name" in record:
-                values[record["name"]] = output["data"][record["mime_prefix"] + "text/plain"]
-    return values
+    return {name: text for name, (_, text) in glued_texts(nbformat.read(notebook, as_version=4).cells).items()}
 
 
 def test_every_pasted_value_is_glued_and_takes_its_format(executed_notebooks: dict[str, Path]) -> None:
