@@ -21,4 +21,4 @@ from compendium.chapters.diffusion.settings import *  # noqa: F403
 
 TITLE = "Gradient-guided conditional diffusion models for private image reconstruction"
 #: seconds its notebook runs on one core of a quiet 2-core machine (a book build, two chapters at once)
-SECONDS = {"ci": 36, "book": 594}
+SECONDS = {"ci": 25, "book": 594}

@@ -19,7 +19,6 @@ from compendium.attacks import diffusion_guided as dg
 from compendium.base import in_repository, resolve_device
 from compendium.chapters.diffusion.results import over_targets, rv_column
 from compendium.chapters.diffusion.settings import (
-    IG_RESTARTS,
     METHODS,
     PAPER_TABLE2,
     PAPER_TABLE5,
@@ -100,12 +99,14 @@ def prior(cfg: Settings, data: Data, progress: bool = True) -> Prior:
     return Prior(model.eval().requires_grad_(False), "MLPDenoiser trained here", history["loss"], seconds)
 
 
-def denoiser_costs(cfg: Settings, repeats: int = 3) -> pd.DataFrame:
+def denoiser_costs(cfg: Settings, repeats: int | None = None) -> pd.DataFrame:
     """Why the book's prior is an MLP: seconds per training step (a batch of 256) and per guided sampler step (a
     forward and backward pass for one image) of the book's :class:`MLPDenoiser` and of a ``diffusers.UNet2DModel``
-    of about the same size (two resolution levels of 32 and 64 channels), measured side by side."""
+    of about the same size (two resolution levels of 32 and 64 channels), measured side by side over ``repeats``
+    training steps and five times as many guided steps (``cfg.cost_repeats`` by default)."""
     from diffusers import UNet2DModel
 
+    repeats = validation.integer("repeats", cfg.cost_repeats if repeats is None else repeats)
     generator = torch.Generator().manual_seed(cfg.seed)
     unet = UNet2DModel(sample_size=cfg.image_size, in_channels=cfg.in_channels, out_channels=cfg.in_channels,
                        block_out_channels=(32, 64), layers_per_block=1, norm_num_groups=8,
@@ -189,16 +190,18 @@ def _each(name: str, value, count: int) -> list:
 
 def attack(cfg: Settings, prior_: Prior, model: nn.Module, data: Data, *, method: str, targets: list[int],
            variance=0.0, normalised: bool = False, parameter=None, model_name: str = "CNN",
-           steps: int | None = None) -> list[Run]:
+           steps: int | None = None, gradients: dict[int, torch.Tensor] | None = None) -> list[Run]:
     """Release the weight gradient of each of the private images ``targets`` (target ``i``'s noise drawn from seed
     ``100 + i``, offset by ``1000 cfg.seed``) and reconstruct them with ``method``, all in one batch: ``"DPS"``
     (Algorithm 1, ``parameter`` = zeta, default ``cfg.dps_zeta``), ``"DSG"`` (Algorithm 2, ``parameter`` = m_r,
     default ``cfg.dsg_rate``), ``"prior"`` (DPS with zeta = 0: an unconditional sample), ``"DLG"`` (the prior-free
     gradient matching, ``cfg.dlg_iterations`` Adam steps) or ``"IG"`` (Inverting Gradients, as many steps from
-    :data:`IG_RESTARTS` starts).  ``variance`` and ``parameter`` are one value for every target or one per target
+    ``cfg.ig_restarts`` starts).  ``variance`` and ``parameter`` are one value for every target or one per target
     (``None`` for the default), so a grid of settings of one sampler runs as one batch, a target appearing once per
     setting.  ``steps`` replaces the sampler's step count (:func:`sampler_steps`).  Target ``i``'s sampler seed is
-    ``i + 1000 cfg.seed`` whatever batch it runs in; a run's seconds are the batch's over its size."""
+    ``i + 1000 cfg.seed`` whatever batch it runs in; a run's seconds are the batch's over its size.  ``gradients``
+    (target -> raw weight gradient on ``model``) supplies and keeps the targets' gradients, so that a caller attacking
+    the same targets again computes each once."""
     validation.choice("method", method, (*METHODS, "prior", "DLG", "IG"))
     if not targets:
         raise ValueError("targets=[]; allowed: a non-empty list of image indices")
@@ -214,7 +217,13 @@ def attack(cfg: Settings, prior_: Prior, model: nn.Module, data: Data, *, method
     steps = validation.integer("steps", sampler_steps(cfg, method) if steps is None else steps)
     device = resolve_device(cfg.device)
     images, labels = data.images[targets].to(device), data.labels[targets].to(device)
-    raw = torch.stack([dg.weight_gradient(model, x[None], y[None]) for x, y in zip(images, labels)])
+    # one weight gradient per distinct target: a batch holds a target once per setting (a grid of variances)
+    distinct = {} if gradients is None else gradients
+    for i in dict.fromkeys(targets):
+        if i not in distinct:
+            distinct[i] = dg.weight_gradient(model, data.images[i:i + 1].to(device), data.labels[i:i + 1].to(device))
+    raw = torch.stack([distinct[i] for i in targets])
+    del distinct
     released = torch.stack([dg.release(g, sigma=math.sqrt(v), normalise=normalised,
                                        generator=torch.Generator().manual_seed(100 + i + 1000 * cfg.seed))
                             for g, i, v in zip(raw, targets, variances)])
@@ -229,7 +238,7 @@ def attack(cfg: Settings, prior_: Prior, model: nn.Module, data: Data, *, method
                                             normalise=normalised, **common)
     elif method == "IG":
         trajectories = dg.inverting_gradients(model, labels, released, iterations=cfg.dlg_iterations,
-                                              restarts=IG_RESTARTS, **common)
+                                              restarts=cfg.ig_restarts, **common)
     else:
         trajectories = dg.dps_reconstruct(prior_.model, model, labels, released, zeta=parameters, steps=steps,
                                           normalise=normalised, **common)
@@ -284,6 +293,14 @@ class Experiment:
         self._models: dict[str, nn.Module] = {}
         self._runs: dict[tuple, Run] = {}
         self._footprints: dict[tuple, int] = {}
+        self._gradients: tuple[str, dict[int, torch.Tensor]] = ("", {})
+
+    def gradients(self, name: str) -> dict[int, torch.Tensor]:
+        """The targets' raw weight gradients on the model ``name`` computed so far (:func:`attack` adds to it), kept
+        for the last model asked for only: at the paper's 256x256 one gradient holds 10^8 numbers."""
+        if self._gradients[0] != name:
+            self._gradients = (name, {})
+        return self._gradients[1]
 
     def model(self, name: str = "CNN") -> nn.Module:
         if name not in self._models:
@@ -315,6 +332,7 @@ class Experiment:
         for method, name, normalised, steps, items in tqdm(batches, desc=desc, unit="batch", disable=not progress):
             runs = attack(self.cfg, self.prior, self.model(name), self.data, method=method, normalised=normalised,
                           steps=steps, model_name=name, targets=[i for _, (_, i) in items],
+                          gradients=self.gradients(name),
                           variance=[s["variance"] for _, (s, _) in items],
                           parameter=[s["parameter"] for _, (s, _) in items])
             for (key, _), run in zip(items, runs):
@@ -431,22 +449,18 @@ def sampler_gaps(exp: Experiment, progress: bool = True) -> pd.DataFrame:
 EXACT_RV_PIXELS = 4096  # the exact Jacobian costs one JVP per pixel: skipped above 64x64 (paper scale: Eq. 17 only)
 
 
-#: Power-iteration steps of ``||J||_2`` above :data:`EXACT_RV_PIXELS` pixels (Lemma 5's check).
-SPECTRAL_ITERATIONS = 5
-
-
 def jacobian_spectral_norm(cfg: Settings, model: nn.Module, image: torch.Tensor, label: torch.Tensor, *,
                            residual: torch.Tensor) -> tuple[float, str]:
     """``||J||_2`` of the weight gradient's Jacobian at one image (1, C, H, W) and how it was computed: exactly
     (the matrix, :func:`~compendium.attacks.diffusion_guided.gradient_jacobian`) up to :data:`EXACT_RV_PIXELS`
-    pixels, else by :data:`SPECTRAL_ITERATIONS` power-iteration steps from ``residual``
+    pixels, else by ``cfg.spectral_iterations`` power-iteration steps from ``residual``
     (:func:`~compendium.attacks.diffusion_guided.gradient_jacobian_spectral_norm`, a lower bound of ``||J||_2`` that
     is at least ``||J^T residual|| / ||residual||``)."""
     if math.prod(cfg.shape[1:]) <= EXACT_RV_PIXELS:
         return float(torch.linalg.matrix_norm(dg.gradient_jacobian(model, image[0], label[0]), ord=2)), "exact"
     norm = dg.gradient_jacobian_spectral_norm(model, image[0], label[0], start=residual,
-                                              iterations=SPECTRAL_ITERATIONS)
-    return norm, f"{SPECTRAL_ITERATIONS} power-iteration steps"
+                                              iterations=cfg.spectral_iterations)
+    return norm, f"{cfg.spectral_iterations} power-iteration step{'s' * (cfg.spectral_iterations != 1)}"
 
 
 def direction_generator(cfg: Settings) -> torch.Generator:

@@ -49,8 +49,6 @@ PAPER_PSNR_FORMAT = {"paper PSNR": "{:.4f}"}
 LIPSCHITZ_FLOOR = 1e-25
 #: How far DPS's mean final PSNR must fall over the raw noise grid for Table 1's trend to count as reproduced (dB).
 T1_DPS_DROP = 8.0
-#: Inverting Gradients' random starts per reconstruction (the authors' ``inversefed`` examples use 1 to 8).
-IG_RESTARTS = 2
 #: The paper's other baselines and what each needs that the book does not ship.
 OTHER_BASELINES = {
     "GI (GradInversion, Yin et al. 2021)": "BatchNorm statistics of the attacked network and group consistency over "
@@ -63,17 +61,17 @@ OTHER_BASELINES = {
 }
 
 SCALES = {
-    "ci": dict(image_size=8, in_channels=1, prior_epochs=40, prior_hidden=512, prior_samples=8, targets=2,
-               dps_steps=200, dps_zeta=3.0, dsg_steps=25, dsg_rate=0.2, variances=(0.0, 1e-3, 1e-1),
+    "ci": dict(image_size=8, in_channels=1, prior_epochs=25, prior_hidden=512, prior_samples=8, targets=2,
+               dps_steps=100, dps_zeta=3.0, dsg_steps=25, dsg_rate=0.2, variances=(0.0, 1e-3, 1e-1),
                normalised_variances=(1e-2,), attacked_models=("MLP_1", "CNN"), rv_images=2, rv_directions=8,
-               sweep_zetas=(0.3, 3.0, 30.0), sweep_rates=(0.05, 0.2, 1.0), rv_zetas=(30.0,), dlg_iterations=100,
-               prior_checkpoint=None, celeba_dir=None),
+               sweep_zetas=(0.3, 3.0, 30.0), sweep_rates=(0.05, 0.2, 1.0), rv_zetas=(30.0,), dlg_iterations=50,
+               ig_restarts=2, spectral_iterations=5, cost_repeats=1, prior_checkpoint=None, celeba_dir=None),
     "book": dict(image_size=8, in_channels=1, prior_epochs=700, prior_hidden=512, prior_samples=16, targets=8,
                  dps_steps=1000, dps_zeta=3.0, dsg_steps=100, dsg_rate=0.2, variances=(0.0, 1e-4, 1e-3, 1e-2, 1e-1),
                  normalised_variances=(1e-4, 1e-3, 1e-2, 1e-1), attacked_models=MODEL_NAMES, rv_images=10,
                  rv_directions=30, sweep_zetas=(0.3, 1.0, 3.0, 10.0, 30.0),
                  sweep_rates=(0.05, 0.1, 0.2, 0.4, 0.6, 1.0), rv_zetas=(1.0, 10.0), dlg_iterations=1000,
-                 prior_checkpoint=None,
+                 ig_restarts=2, spectral_iterations=5, cost_repeats=2, prior_checkpoint=None,
                  celeba_dir=None),
     "paper": dict(image_size=256, in_channels=3, prior_epochs=1, prior_hidden=512, prior_samples=4, targets=4,
                   dps_steps=1000, dps_zeta=230.0, dsg_steps=100, dsg_rate=0.2,
@@ -81,7 +79,8 @@ SCALES = {
                   attacked_models=MODEL_NAMES, rv_images=310, rv_directions=1000,
                   sweep_zetas=tuple(float(z) for z in PAPER_TABLE3), sweep_rates=tuple(PAPER_TABLE4),
                   rv_zetas=(110.0, 310.0),
-                  dlg_iterations=1000, prior_checkpoint="google/ddpm-celebahq-256", celeba_dir="data/celeba-hq"),
+                  dlg_iterations=1000, ig_restarts=2, spectral_iterations=5, cost_repeats=2,
+                  prior_checkpoint="google/ddpm-celebahq-256", celeba_dir="data/celeba-hq"),
 }
 
 
@@ -97,7 +96,11 @@ class Settings(_Settings):
     ``normalised_variances`` on normalised ones (Table 1); ``attacked_models`` Table 2's networks (the others use
     the CNN); ``rv_images`` / ``rv_directions`` the images and random directions of Reconstruction Vulnerability;
     ``sweep_zetas`` / ``sweep_rates`` Tables 3-4; ``rv_zetas`` DPS step sizes besides ``dps_zeta`` at which Table 2's
-    correlation is taken again; ``dlg_iterations`` the prior-free baseline's Adam steps.
+    correlation is taken again; ``dlg_iterations`` the prior-free baselines' Adam steps and ``ig_restarts`` Inverting
+    Gradients' random starts per reconstruction (the authors' ``inversefed`` examples use 1 to 8);
+    ``spectral_iterations`` the power-iteration steps of ``||J||_2`` above :data:`~compendium.chapters.diffusion.
+    experiments.EXACT_RV_PIXELS` pixels (Lemma 5's check); ``cost_repeats`` the timed steps per denoiser in
+    :func:`~compendium.chapters.diffusion.experiments.denoiser_costs` (digits only).
     """
 
     image_size: int
@@ -119,6 +122,9 @@ class Settings(_Settings):
     sweep_rates: tuple[float, ...]
     rv_zetas: tuple[float, ...]
     dlg_iterations: int
+    ig_restarts: int
+    spectral_iterations: int
+    cost_repeats: int
     prior_checkpoint: str | None
     celeba_dir: str | None
 
@@ -135,8 +141,9 @@ class Settings(_Settings):
                              "celeba_dir (a folder of CelebA-HQ images); allowed without them: image_size=8, "
                              "in_channels=1 (the bundled digits)")
         for name in ("prior_epochs", "prior_hidden", "prior_samples", "targets", "rv_images", "rv_directions",
-                     "dlg_iterations"):
+                     "dlg_iterations", "ig_restarts", "cost_repeats"):
             validation.integer(name, getattr(self, name))
+        validation.integer("spectral_iterations", self.spectral_iterations, minimum=0)
         validation.integer("dps_steps", self.dps_steps, minimum=2)
         validation.integer("dsg_steps", self.dsg_steps, minimum=2)
         if self.digits and max(self.targets, self.rv_images) + PRIOR_IMAGES > 1797:
@@ -182,25 +189,31 @@ def scope(cfg: Settings) -> str:
 
 
 #: The paper-shape run's counts (:func:`paper_shape`): the paper scale's images, prior topology and CNN, each count
-#: cut so that the run takes about a minute and a half of CPU time (and 7 GB of memory: the CNN's gradients); two
-#: step counts, step sizes and guidance rates keep every table.
-PAPER_SHAPE_OVERRIDES = dict(dps_steps=3, dsg_steps=2, prior_samples=1, attacked_models=["CNN"], rv_images=1,
-                             rv_directions=2, variances=[0.0, TABLE6_VARIANCE], normalised_variances=[TABLE6_VARIANCE],
-                             sweep_zetas=[110.0, 230.0], sweep_rates=[0.2, 1.0], rv_zetas=[230.0],
-                             dlg_iterations=2)
+#: cut to its least (one target, image, direction, restart and iteration, no power-iteration step beyond the first
+#: product, the samplers' fewest steps, one step size and one guidance rate, the scale's defaults), so that the run
+#: takes under a minute of CPU time on one thread (and 7 GB of memory: the CNN's gradients).  Every table keeps its
+#: kinds of rows: raw gradients without noise and at Table 6's variance, normalised ones at that variance.
+PAPER_SHAPE_OVERRIDES = dict(dps_steps=2, dsg_steps=2, prior_samples=1, attacked_models=["CNN"], rv_images=1,
+                             rv_directions=1, variances=[0.0, TABLE6_VARIANCE], normalised_variances=[TABLE6_VARIANCE],
+                             sweep_zetas=[230.0], sweep_rates=[0.2], rv_zetas=[230.0], dlg_iterations=1,
+                             ig_restarts=1, spectral_iterations=0)
+#: The stand-in prior's channel widths per resolution level in the paper-shape run: the hub checkpoint's are
+#: (128, 128, 256, 256, 512, 512), 114 M parameters that take tens of seconds a step on one core; these take a third
+#: of a second for a forward and backward pass at 256².
+PAPER_SHAPE_UNET_WIDTHS = (8, 8, 16, 16, 32, 32)
 
 
 def paper_shape(folder: str | Path) -> dict:
     """The notebook's parameters for a run of the paper pipeline at its shapes on stand-in files in ``folder``
     (:func:`compendium.book.execute_paper_shape`): one 256² JPEG of random pixels as the CelebA-HQ target
     (:func:`compendium.standin.celeba_hq`), a ``UNet2DModel`` with the hub checkpoint's topology at 256² and random
-    weights, saved to ``folder/unet`` as ``prior_checkpoint`` (:func:`compendium.standin.diffusion_unet`, channel
-    widths cut from the checkpoint's (128, ..., 512) to (16, ..., 64): the full 114 M parameters take tens of seconds
-    a step on one core), the paper's CNN at 3×256×256 as the one attacked network, and
+    weights, saved to ``folder/unet`` as ``prior_checkpoint`` (:func:`compendium.standin.diffusion_unet`, with the
+    channel widths :data:`PAPER_SHAPE_UNET_WIDTHS`), the paper's CNN at 3×256×256 as the one attacked network, and
     :data:`PAPER_SHAPE_OVERRIDES`' counts.  Nothing is downloaded; the numbers mean nothing."""
     folder = Path(folder)
     images = standin.celeba_hq(folder / "celeba-hq", n=1, side=PAPER_IMAGE[1])
-    unet = standin.diffusion_unet(folder / "unet", sample_size=PAPER_IMAGE[1], channels=PAPER_IMAGE[0])
+    unet = standin.diffusion_unet(folder / "unet", sample_size=PAPER_IMAGE[1], channels=PAPER_IMAGE[0],
+                                  widths=PAPER_SHAPE_UNET_WIDTHS)
     return {"scale": "paper", "targets": 1, "celeba_dir": str(images), "prior_checkpoint": str(unet),
             "overrides": dict(PAPER_SHAPE_OVERRIDES)}
 
