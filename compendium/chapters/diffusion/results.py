@@ -58,6 +58,13 @@ class Findings:
         return self._by_se(what, value <= bound + k * se,
                            f"{value:.2f} against {bound:.2f} dB, {k:g} SE = {k * se:.2f} dB")
 
+    #: What the prose pastes for each outcome of a finding (:meth:`outcome`).
+    OUTCOMES = {"yes": "held", "no": "did not hold", "not run": "was not run (too few targets for a standard error)"}
+
+    def outcome(self, index: int = -1) -> str:
+        """How the finding recorded at ``index`` (the last by default) came out, as the phrase the prose pastes."""
+        return self.OUTCOMES[self.rows[index]["holds"]]
+
     def table(self) -> pd.DataFrame:
         """One row per finding, in the order they were recorded."""
         return pd.DataFrame(self.rows, columns=["finding", "holds", "found"])
@@ -159,10 +166,9 @@ def quoted_numbers() -> dict[str, float]:
     paper-scale section's), keyed for ``glue``.
 
     Exercise 1: the exact epsilon (delta = 1e-5) of ``sigma^2 = 1e-2`` at sensitivity 1 (add/remove) and 2 (replace,
-    which equals sensitivity 1 at ``sigma = 0.05``), Table 1's Lemma 1 label and Lemma 1 at sensitivity 2.  Exercise
-    2: the CNN's weight count ``m`` at 3x256x256, ``sqrt(m)``, its RV in Table 2 and the ``||J||_F = RV sqrt(m)`` a
-    unit-direction RV implies.  Exercise 3: ``L_g / d`` (Eq. 21) at ``sigma^2 = 1e-2``.  And the smallest and the
-    largest network of the paper's (ResMini aside) with their gradient sizes in GB (float32).
+    which equals sensitivity 1 at ``sigma = 0.05``), Table 1's Lemma 1 label and Lemma 1 at sensitivity 2 (keys
+    ``df_ex1_*``: the notebook glues them in a cell tagged ``answers``).  And the smallest and the largest network of
+    the paper's (ResMini aside) with their gradient sizes in GB (float32).
     """
     sigma = math.sqrt(TABLE6_VARIANCE)
     exact_1 = theory.gaussian_mechanism_epsilon_exact(sigma, delta=1e-5, sensitivity=1.0)
@@ -170,14 +176,11 @@ def quoted_numbers() -> dict[str, float]:
     if not math.isclose(exact_2, theory.gaussian_mechanism_epsilon_exact(sigma / 2, delta=1e-5), rel_tol=1e-9):
         raise AssertionError("sensitivity 2 at sigma must equal sensitivity 1 at sigma / 2")
     counts = paper_parameter_counts()
-    m, rv = counts["CNN"], PAPER_TABLE2["CNN"][0]
     large = {name: n for name, n in counts.items() if name != "ResMini"}
     printed = dict(zip(theory.TABLE1_VARIANCES, theory.TABLE1_EPSILONS))[TABLE6_VARIANCE]
     return {"df_ex1_exact_1": exact_1, "df_ex1_exact_2": exact_2, "df_ex1_printed": printed,
             "df_ex1_ratio": exact_2 / printed,
             "df_ex1_lemma1_2": theory.gaussian_mechanism_epsilon(sigma, delta=1e-5, sensitivity=2.0),
-            "df_ex2_m": float(m), "df_ex2_sqrt_m": math.sqrt(m), "df_ex2_rv": rv, "df_ex2_frobenius": rv * math.sqrt(m),
-            "df_ex3_lg_per_d": float(theory.lemma3_lipschitz(sigma, d=1)),
             "df_paper_weights_min": float(min(large.values())), "df_paper_weights_max": float(max(large.values())),
             "df_paper_gradient_gb_min": 4 * min(large.values()) / 1e9,
             "df_paper_gradient_gb_max": 4 * max(large.values()) / 1e9}

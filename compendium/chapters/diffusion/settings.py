@@ -45,8 +45,6 @@ TABLE6_VARIANCE = 1e-2
 PAPER_IMAGE = (3, 256)
 #: The paper's PSNR as it prints it, to four decimals (``formats`` of :func:`compendium.plotting.table`).
 PAPER_PSNR_FORMAT = {"paper PSNR": "{:.4f}"}
-#: The lower end of the axis of L_g / d (Lemma 3's constant per dimension) in the chapter's figure of it.
-LIPSCHITZ_FLOOR = 1e-25
 #: How far DPS's mean final PSNR must fall over the raw noise grid for Table 1's trend to count as reproduced (dB).
 T1_DPS_DROP = 8.0
 #: The paper's other baselines and what each needs that the book does not ship.
