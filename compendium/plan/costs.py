@@ -501,7 +501,7 @@ def _diffusion(cfg):
     for key, count in sorted(runs.items()):
         method, _, n = key.partition(" ")
         if method in ("DLG", "IG"):
-            iterations = cfg.dlg_iterations * (module.IG_RESTARTS if method == "IG" else 1)
+            iterations = cfg.dlg_iterations * (cfg.ig_restarts if method == "IG" else 1)
             steps.append(Step(f"{method} baseline ({count} runs)", count * iterations, "gradient-matching steps", dsg,
                               f"estimate: at most a DSG step ({dsg_basis})", "dlg_iterations x targets",
                               on_cpu=cfg.digits))
