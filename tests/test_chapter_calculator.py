@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from compendium import risk
+from compendium import plan, risk
 from compendium.bounds import hcr, rero
 from compendium.chapters import calculator as chapter
 
@@ -101,3 +101,20 @@ def test_attack_settings_are_validated_at_every_scale():
         chapter.settings("ci", device="cpu", attack_settings=[[1.0, 0.1, 10, 0.3]])
     cfg = chapter.settings("ci", device="cpu", attack_settings=[[1.0, 0.1, 10, 0.5]])
     assert cfg.attack_settings == ((1.0, 0.1, 10, 0.5),)
+
+
+def test_the_plan_costs_the_attack_and_the_edgeworth_grid_from_the_book_run():
+    """``python -m compendium plan calculator``: the attack against DP-SGD is a step, its count follows the settings,
+    and at book scale the two steps add up to the measured SECONDS, the attack's share to ATTACK_SECONDS."""
+    found = plan.plan("calculator", "book", device="cpu")
+    steps = {s.name: s for s in found.steps}
+    attack = steps["prior-aware attack against DP-SGD"]
+    cfg = chapter.settings("book", device="cpu")
+    n = cfg.attack_trials
+    assert attack.count == sum(t * (q * n + 1) * n * round(1 / k) for _, q, t, k in cfg.attack_settings)
+    assert attack.on_cpu and attack.hours * 3600 == pytest.approx(chapter.ATTACK_SECONDS["book"])
+    assert found.hours * 3600 == pytest.approx(chapter.SECONDS["book"])
+    more = plan.plan("calculator", "book", device="cpu", attack_trials=2 * n)
+    assert steps["exact bound against Edgeworth"] == more.steps[0]
+    assert 3.9 < more.steps[1].count / attack.count < 4.1  # the model grows with the trials, and so does each batch
+    assert more.ram.bytes > found.ram.bytes

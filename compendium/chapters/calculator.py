@@ -23,8 +23,11 @@ from compendium.chapters.base import Settings as _Settings
 from compendium.chapters.base import resolve
 
 TITLE = "The reconstruction-risk calculator"
-#: seconds its notebook runs on one core of a quiet 2-core machine (a book build, two chapters at once)
-SECONDS = {"ci": 32, "book": 60}
+#: seconds its notebook runs on one core of a quiet 2-core machine (measured as its cells' CPU time, one thread)
+SECONDS = {"ci": 32, "book": 73}
+#: of them, the seconds of the prior-aware attack against DP-SGD (:func:`attack_against_bound`) in the book run: the
+#: planner (compendium/plan/costs.py) spreads them over the per-sample gradient values that the attack computes
+ATTACK_SECONDS = {"book": 13}
 
 SCALES = {
     "ci": dict(curve_sample_rates=(1.0, 0.01), curve_points=2, edgeworth_sigmas=(1.0,),
