@@ -118,3 +118,11 @@ def test_the_plan_costs_the_attack_and_the_edgeworth_grid_from_the_book_run():
     assert steps["exact bound against Edgeworth"] == more.steps[0]
     assert 3.9 < more.steps[1].count / attack.count < 4.1  # the model grows with the trials, and so does each batch
     assert more.ram.bytes > found.ram.bytes
+
+
+def test_quoted_numbers_are_the_exercises_checked_answers():
+    out = chapter.quoted_numbers(min_norm=4.0)
+    assert set(out) == {"calc_exercise1_sigma", "calc_exercise1_growth", "calc_exercise2_subsampled",
+                        "calc_exercise2_full_batch"}
+    assert 1 < out["calc_exercise1_growth"] < np.sqrt(3)  # Poisson sampling: less than the full-batch sqrt(3)
+    assert out["calc_exercise2_subsampled"] < out["calc_exercise2_full_batch"]

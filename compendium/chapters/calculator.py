@@ -248,26 +248,39 @@ def plot_subsampled_curves(curves: pd.DataFrame, *, steps: int, kappa: float):
     return fig
 
 
-def quoted_numbers() -> dict[str, float]:
-    """The exercises' solutions, keyed for ``glue``, each checked here.
+def quoted_numbers(*, min_norm: float) -> dict[str, float]:
+    """The numbers that the exercises' written solutions quote, keyed for ``glue``, each checked here.
 
-    Exercise 1: DP-SGD with Poisson sampling ``q = 0.01``, ``T = 1000`` steps, ``sigma = 1``: the certified
-    worst-case reconstruction success at prior success ``kappa = 0.01`` (:func:`compendium.bounds.rero.
-    rero_bound_subsampled`), the authors' Edgeworth approximation of it, and how many times the prior it is.
-    Exercise 2: the smallest ``sigma`` with ``P(MSE <= 1e-3) <= 0.01`` for ``N = 784`` values clipped at ``C = 1`` in
-    one step (:func:`compendium.risk.minimal_noise_multiplier`), and with the smallest sample norm ``m = 0.5``
-    in its place (From Mean to Extreme, Proposition 3): ``C / m`` times larger.
+    Exercise 1: the smallest ``sigma`` whose certified worst case (Hayes et al. 2023, Thm. 2, for DP-SGD with Poisson
+    sampling ``q = 0.01``: :func:`compendium.bounds.rero.minimal_noise_multiplier_subsampled`) is at most 5 % at prior
+    success ``kappa = 0.01`` for ``T = 3000`` steps, checked to bracket the bound at 0.2 %, and its growth over the
+    ``sigma`` of ``T = 1000``.  Exercise 2: ``P(MSE <= 0.045)`` for ``N = 3072``, ``C = 10``, ``sigma = 0.2`` and the
+    smallest norm ``min_norm`` after ``T = 100`` steps at ``q = 0.1`` (:func:`compendium.risk.assess`), checked against
+    ``P(B = 0) + sum_b P(B = b) gamma(eta; T = b)`` over ``B ~ Binomial(T, q)`` with From Mean to Extreme's Prop. 3
+    (eq. 24), and the full-batch value of the same query.
     """
-    kappa = 0.01
-    _, exact = rero.rero_bound_subsampled(kappa, noise_multiplier=1.0, sample_rate=0.01, steps=1000)
-    edgeworth = float(rero.rero_bound_edgeworth(kappa, noise_multiplier=1.0, sample_rate=0.01, steps=1000))
-    checks.assert_close(edgeworth, float(exact), 0.0, rtol=0.01, what="exercise 1: Edgeworth against exact")
-    clipped = risk.minimal_noise_multiplier(0.01, 1e-3, 784, 1.0)
-    smallest = risk.minimal_noise_multiplier(0.01, 1e-3, 784, 1.0, min_norm=0.5)
-    checks.assert_close(smallest / clipped, 2.0, 0.0, rtol=1e-12, what="exercise 2: the ratio C / m")
-    return {"calc_exercise1_exact": float(exact), "calc_exercise1_edgeworth": edgeworth,
-            "calc_exercise1_ratio": float(exact) / kappa, "calc_exercise2_sigma_clip": clipped,
-            "calc_exercise2_sigma_min_norm": smallest}
+    from scipy import stats
+
+    from compendium.bounds import mean_to_extreme as mte
+
+    kappa, q, target = 0.01, 0.01, 0.05
+    sigmas = {t: rero.minimal_noise_multiplier_subsampled(target, kappa=kappa, sample_rate=q, steps=t)
+              for t in (1000, 3000)}
+    at, below = (float(rero.rero_bound_subsampled(kappa, noise_multiplier=s, sample_rate=q, steps=3000)[1])
+                 for s in (sigmas[3000], sigmas[3000] / 1.002))
+    if not at <= target < below:
+        raise AssertionError(f"exercise 1: sigma = {sigmas[3000]} does not bracket the target ({at}, {below})")
+    query = risk.RiskQuery(noise_multiplier=0.2, clip=10.0, dim=3072, eta_mse=0.045, min_norm=min_norm, steps=100,
+                           sample_rate=0.1)
+    result = risk.assess(query)
+    b = np.arange(1, 101)
+    by_sum = stats.binom.pmf(0, 100, 0.1) + stats.binom.pmf(b, 100, 0.1) @ np.array(
+        [mte.rero_gamma_mse(0.045, N=3072, sigma=0.2, min_norm=min_norm, T=int(t)) for t in b])
+    checks.assert_close(result["mse_success_probability_subsampled"], float(by_sum), 0.0, rtol=1e-9,
+                        what="exercise 2: the calculator against the binomial sum")
+    return {"calc_exercise1_sigma": sigmas[3000], "calc_exercise1_growth": sigmas[3000] / sigmas[1000],
+            "calc_exercise2_subsampled": result["mse_success_probability_subsampled"],
+            "calc_exercise2_full_batch": result["mse_success_probability"]}
 
 
 # ---------------------------------------------------------------------------------------------------------------
