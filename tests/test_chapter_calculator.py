@@ -15,8 +15,13 @@ def test_bound_curves_are_the_calculators_numbers():
     sigmas = np.geomspace(1e-2, 1.0, 5)
     curves, with_m = chapter.bound_curves(sigmas, dim=3072, min_norm=20.0)
     assert len(curves) == len(with_m) == 5
-    one = risk.assess(risk.RiskQuery(noise_multiplier=sigmas[2], clip=1.0, dim=3072, eta_mse=0.01, kappa=1e-3))
-    assert curves.mse_success_probability.iloc[2] == one["mse_success_probability"]
+    for i, sigma in enumerate(sigmas):  # the calculator's own numbers, key by key
+        one = risk.assess(risk.RiskQuery(noise_multiplier=sigma, clip=1.0, dim=3072, eta_mse=0.01, kappa=1e-3))
+        m = risk.assess(risk.RiskQuery(noise_multiplier=sigma, clip=1.0, dim=3072, eta_mse=0.01, min_norm=20.0))
+        for key in curves.columns.drop("noise_multiplier"):
+            assert curves[key].iloc[i] == pytest.approx(one[key], rel=1e-12, abs=1e-300), key
+        assert with_m.mse_success_probability.iloc[i] == pytest.approx(m["mse_success_probability"], rel=1e-12)
+        assert with_m.epsilon_exact.iloc[i] == one["epsilon_exact"]
     assert np.all(np.diff(curves.epsilon_exact) < 0)  # more noise, smaller epsilon
     fig = chapter.plot_bound_curves(curves, with_m)
     assert len(fig.axes) == 3  # two panels and the PSNR twin axis
@@ -51,7 +56,7 @@ def test_paper_shape_cuts_the_paper_grids_to_their_ends(tmp_path):
     params = chapter.paper_shape(tmp_path)
     assert params["scale"] == "paper" and not any(tmp_path.iterdir())
     cfg = chapter.settings(**params)
-    assert cfg.edgeworth_steps == (30, 100) and cfg.curve_sample_rates == (1.0, 0.001)
+    assert cfg.edgeworth_steps == (30,) and cfg.curve_sample_rates == (1.0, 0.001)
     assert len(cfg.attack_settings) == 2 and cfg.attack_trials == 50
 
 
