@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from compendium import risk
+from compendium import plan, risk
 from compendium.bounds import hcr, rero
 from compendium.chapters import calculator as chapter
 
@@ -15,8 +15,13 @@ def test_bound_curves_are_the_calculators_numbers():
     sigmas = np.geomspace(1e-2, 1.0, 5)
     curves, with_m = chapter.bound_curves(sigmas, dim=3072, min_norm=20.0)
     assert len(curves) == len(with_m) == 5
-    one = risk.assess(risk.RiskQuery(noise_multiplier=sigmas[2], clip=1.0, dim=3072, eta_mse=0.01, kappa=1e-3))
-    assert curves.mse_success_probability.iloc[2] == one["mse_success_probability"]
+    for i, sigma in enumerate(sigmas):  # the calculator's own numbers, key by key
+        one = risk.assess(risk.RiskQuery(noise_multiplier=sigma, clip=1.0, dim=3072, eta_mse=0.01, kappa=1e-3))
+        m = risk.assess(risk.RiskQuery(noise_multiplier=sigma, clip=1.0, dim=3072, eta_mse=0.01, min_norm=20.0))
+        for key in curves.columns.drop("noise_multiplier"):
+            assert curves[key].iloc[i] == pytest.approx(one[key], rel=1e-12, abs=1e-300), key
+        assert with_m.mse_success_probability.iloc[i] == pytest.approx(m["mse_success_probability"], rel=1e-12)
+        assert with_m.epsilon_exact.iloc[i] == one["epsilon_exact"]
     assert np.all(np.diff(curves.epsilon_exact) < 0)  # more noise, smaller epsilon
     fig = chapter.plot_bound_curves(curves, with_m)
     assert len(fig.axes) == 3  # two panels and the PSNR twin axis
@@ -51,7 +56,7 @@ def test_paper_shape_cuts_the_paper_grids_to_their_ends(tmp_path):
     params = chapter.paper_shape(tmp_path)
     assert params["scale"] == "paper" and not any(tmp_path.iterdir())
     cfg = chapter.settings(**params)
-    assert cfg.edgeworth_steps == (30, 100) and cfg.curve_sample_rates == (1.0, 0.001)
+    assert cfg.edgeworth_steps == (30,) and cfg.curve_sample_rates == (1.0, 0.001)
     assert len(cfg.attack_settings) == 2 and cfg.attack_trials == 50
 
 
@@ -101,3 +106,28 @@ def test_attack_settings_are_validated_at_every_scale():
         chapter.settings("ci", device="cpu", attack_settings=[[1.0, 0.1, 10, 0.3]])
     cfg = chapter.settings("ci", device="cpu", attack_settings=[[1.0, 0.1, 10, 0.5]])
     assert cfg.attack_settings == ((1.0, 0.1, 10, 0.5),)
+
+
+def test_the_plan_costs_the_attack_and_the_edgeworth_grid_from_the_book_run():
+    """``python -m compendium plan calculator``: the attack against DP-SGD is a step, its count follows the settings,
+    and at book scale the two steps add up to the measured SECONDS, the attack's share to ATTACK_SECONDS."""
+    found = plan.plan("calculator", "book", device="cpu")
+    steps = {s.name: s for s in found.steps}
+    attack = steps["prior-aware attack against DP-SGD"]
+    cfg = chapter.settings("book", device="cpu")
+    n = cfg.attack_trials
+    assert attack.count == sum(t * (q * n + 1) * n * round(1 / k) for _, q, t, k in cfg.attack_settings)
+    assert attack.on_cpu and attack.hours * 3600 == pytest.approx(chapter.ATTACK_SECONDS["book"])
+    assert found.hours * 3600 == pytest.approx(chapter.SECONDS["book"])
+    more = plan.plan("calculator", "book", device="cpu", attack_trials=2 * n)
+    assert steps["exact bound against Edgeworth"] == more.steps[0]
+    assert 3.9 < more.steps[1].count / attack.count < 4.1  # the model grows with the trials, and so does each batch
+    assert more.ram.bytes > found.ram.bytes
+
+
+def test_quoted_numbers_are_the_exercises_checked_answers():
+    out = chapter.quoted_numbers(min_norm=4.0)
+    assert set(out) == {"calc_exercise1_sigma", "calc_exercise1_growth", "calc_exercise2_subsampled",
+                        "calc_exercise2_full_batch"}
+    assert 1 < out["calc_exercise1_growth"] < np.sqrt(3)  # Poisson sampling: less than the full-batch sqrt(3)
+    assert out["calc_exercise2_subsampled"] < out["calc_exercise2_full_batch"]

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from compendium import checks, dp, plotting, risk, validation
+from compendium.bounds import mean_to_extreme as mte
 from compendium.bounds import rero
 from compendium.bounds import ziller2024 as zb
 from compendium.bounds import hcr
@@ -23,8 +24,11 @@ from compendium.chapters.base import Settings as _Settings
 from compendium.chapters.base import resolve
 
 TITLE = "The reconstruction-risk calculator"
-#: seconds its notebook runs on one core of a quiet 2-core machine (a book build, two chapters at once)
-SECONDS = {"ci": 32, "book": 60}
+#: seconds its notebook runs on one core of a quiet 2-core machine (measured as its cells' CPU time, one thread)
+SECONDS = {"ci": 18, "book": 60}
+#: of them, the seconds of the prior-aware attack against DP-SGD (:func:`attack_against_bound`) in the book run: the
+#: planner (compendium/plan/costs.py) spreads them over the per-sample gradient values that the attack computes
+ATTACK_SECONDS = {"book": 13}
 
 SCALES = {
     "ci": dict(curve_sample_rates=(1.0, 0.01), curve_points=2, edgeworth_sigmas=(1.0,),
@@ -104,7 +108,7 @@ def settings(scale: str = "book", device: str = "auto", seed: int = 0, **overrid
 def paper_shape(folder: str | Path) -> dict:
     """The page at ``paper`` scale with its grids cut to seconds (:func:`compendium.book.execute_paper_shape`): the
     ends of the paper scale's sampling rates (two values of epsilon each) and of its noise multipliers and sampling
-    rates for the Edgeworth comparison, at its two smallest step counts (with ``T = 10,000`` the comparison held more
+    rates for the Edgeworth comparison, at its smallest step count (with ``T = 10,000`` the comparison held more
     than 17 GB and was killed on a 23 GB machine), the fewest simulated runs the settings allow, and the attack
     against real DP-SGD at the paper scale's two settings with the fewest steps, 50 trainings each.  The page reads
     no data, so nothing is written into ``folder``.  Returns the notebook's parameters."""
@@ -115,7 +119,7 @@ def paper_shape(folder: str | Path) -> dict:
 
     return dict(scale="paper", curve_sample_rates=ends("curve_sample_rates"), curve_points=2,
                 edgeworth_sigmas=ends("edgeworth_sigmas"), edgeworth_sample_rates=ends("edgeworth_sample_rates"),
-                edgeworth_steps=list(paper["edgeworth_steps"][:2]), mc_draws=10_000,
+                edgeworth_steps=list(paper["edgeworth_steps"][:1]), mc_draws=10_000,
                 attack_settings=[list(s) for s in sorted(paper["attack_settings"], key=lambda s: s[2])[:2]],
                 attack_trials=50)
 
@@ -124,16 +128,23 @@ def paper_shape(folder: str | Path) -> dict:
 # Pipelines
 # ---------------------------------------------------------------------------------------------------------------
 def bound_curves(sigmas, *, dim: int = 3 * 224 * 224, clip: float = 1.0, eta_mse: float = 0.01, kappa: float = 1e-3,
-                 min_norm: float = 100.0) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The calculator's output (one row per noise multiplier of ``sigmas``, one step, ``delta = 1e-5``) for an image
-    of ``dim`` values: without the data norm (the data-independent bounds of Ziller et al. 2024: eqs. 6, 8, 9, the
-    ReRo bound of Prop. 6 at ``eta_mse`` and the prior-aware worst case of Table 1 at ``kappa``), and with the
-    smallest data norm ``min_norm`` (Riess et al. 2025, Prop. 3, eq. 24, at ``eta_mse``).  Both carry
-    ``epsilon_exact`` (the exact GDP accounting of the same ``sigma``)."""
-    curves = pd.DataFrame([risk.assess(risk.RiskQuery(noise_multiplier=s, clip=clip, dim=dim, eta_mse=eta_mse,
-                                                      kappa=kappa)) for s in sigmas])
-    with_m = pd.DataFrame([risk.assess(risk.RiskQuery(noise_multiplier=s, clip=clip, dim=dim, eta_mse=eta_mse,
-                                                      min_norm=min_norm)) for s in sigmas])
+                 min_norm: float = 100.0, delta: float = 1e-5) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The calculator's rows that the page's figure plots (:func:`compendium.risk.assess`'s keys, one row per noise
+    multiplier of ``sigmas``, one step, the same functions vectorised over ``sigmas``; the accountants that the figure
+    does not plot are not run) for an image of ``dim`` values: without the data norm (the data-independent bounds of
+    Ziller et al. 2024: eqs. 6, 8, 9, the ReRo bound of Prop. 6 at ``eta_mse`` and the prior-aware worst case of
+    Table 1 at ``kappa``), and with the smallest data norm ``min_norm`` (Riess et al. 2025, Prop. 3, eq. 24, at
+    ``eta_mse``).  Both carry ``epsilon_exact`` (the exact GDP accounting of the same ``sigma`` at ``delta``)."""
+    s = np.asarray([validation.positive("sigmas", float(v)) for v in np.ravel(sigmas)])
+    eps = np.array([dp.epsilon_exact(v, 1, delta) for v in s])
+    curves = pd.DataFrame({"noise_multiplier": s, "epsilon_exact": eps,
+                           "ncc_upper_bound": zb.ncc_bound_dim(dim, sigma=s, T=1),
+                           "ncc_upper_bound_dimension_free": zb.ncc_bound_free(s, T=1),
+                           "psnr_upper_bound_db": zb.psnr_upper_bound(clip, sigma=s, T=1, mean_sq_range=1.0),
+                           "mse_success_probability": zb.rero_gamma_mse(eta_mse, N=dim, C=clip, sigma=s, T=1),
+                           "worst_case_success": zb.worst_case_success(s, kappa=kappa, T=1)})
+    with_m = pd.DataFrame({"noise_multiplier": s, "epsilon_exact": eps, "mse_success_probability": mte.rero_gamma_mse(
+        eta_mse, N=dim, sigma=s, min_norm=min_norm, T=1)})
     return curves, with_m
 
 
@@ -245,26 +256,37 @@ def plot_subsampled_curves(curves: pd.DataFrame, *, steps: int, kappa: float):
     return fig
 
 
-def quoted_numbers() -> dict[str, float]:
-    """The exercises' solutions, keyed for ``glue``, each checked here.
+def quoted_numbers(*, min_norm: float) -> dict[str, float]:
+    """The numbers that the exercises' written solutions quote, keyed for ``glue``, each checked here.
 
-    Exercise 1: DP-SGD with Poisson sampling ``q = 0.01``, ``T = 1000`` steps, ``sigma = 1``: the certified
-    worst-case reconstruction success at prior success ``kappa = 0.01`` (:func:`compendium.bounds.rero.
-    rero_bound_subsampled`), the authors' Edgeworth approximation of it, and how many times the prior it is.
-    Exercise 2: the smallest ``sigma`` with ``P(MSE <= 1e-3) <= 0.01`` for ``N = 784`` values clipped at ``C = 1`` in
-    one step (:func:`compendium.risk.minimal_noise_multiplier`), and with the smallest sample norm ``m = 0.5``
-    in its place (From Mean to Extreme, Proposition 3): ``C / m`` times larger.
+    Exercise 1: the smallest ``sigma`` whose certified worst case (Hayes et al. 2023, Thm. 2, for DP-SGD with Poisson
+    sampling ``q = 0.01``: :func:`compendium.bounds.rero.minimal_noise_multiplier_subsampled`) is at most 5 % at prior
+    success ``kappa = 0.01`` for ``T = 3000`` steps, checked to bracket the bound at 0.2 %, and its growth over the
+    ``sigma`` of ``T = 1000``.  Exercise 2: ``P(MSE <= 0.045)`` for ``N = 3072``, ``C = 10``, ``sigma = 0.2`` and the
+    smallest norm ``min_norm`` after ``T = 100`` steps at ``q = 0.1`` (:func:`compendium.risk.assess`), checked against
+    ``P(B = 0) + sum_b P(B = b) gamma(eta; T = b)`` over ``B ~ Binomial(T, q)`` with From Mean to Extreme's Prop. 3
+    (eq. 24), and the full-batch value of the same query.
     """
-    kappa = 0.01
-    _, exact = rero.rero_bound_subsampled(kappa, noise_multiplier=1.0, sample_rate=0.01, steps=1000)
-    edgeworth = float(rero.rero_bound_edgeworth(kappa, noise_multiplier=1.0, sample_rate=0.01, steps=1000))
-    checks.assert_close(edgeworth, float(exact), 0.0, rtol=0.01, what="exercise 1: Edgeworth against exact")
-    clipped = risk.minimal_noise_multiplier(0.01, 1e-3, 784, 1.0)
-    smallest = risk.minimal_noise_multiplier(0.01, 1e-3, 784, 1.0, min_norm=0.5)
-    checks.assert_close(smallest / clipped, 2.0, 0.0, rtol=1e-12, what="exercise 2: the ratio C / m")
-    return {"calc_exercise1_exact": float(exact), "calc_exercise1_edgeworth": edgeworth,
-            "calc_exercise1_ratio": float(exact) / kappa, "calc_exercise2_sigma_clip": clipped,
-            "calc_exercise2_sigma_min_norm": smallest}
+    from scipy import stats
+
+    kappa, q, target = 0.01, 0.01, 0.05
+    sigmas = {t: rero.minimal_noise_multiplier_subsampled(target, kappa=kappa, sample_rate=q, steps=t)
+              for t in (1000, 3000)}
+    at, below = (float(rero.rero_bound_subsampled(kappa, noise_multiplier=s, sample_rate=q, steps=3000)[1])
+                 for s in (sigmas[3000], sigmas[3000] / 1.002))
+    if not at <= target < below:
+        raise AssertionError(f"exercise 1: sigma = {sigmas[3000]} does not bracket the target ({at}, {below})")
+    query = risk.RiskQuery(noise_multiplier=0.2, clip=10.0, dim=3072, eta_mse=0.045, min_norm=min_norm, steps=100,
+                           sample_rate=0.1)
+    result = risk.assess(query)
+    b = np.arange(1, 101)
+    by_sum = stats.binom.pmf(0, 100, 0.1) + stats.binom.pmf(b, 100, 0.1) @ np.array(
+        [mte.rero_gamma_mse(0.045, N=3072, sigma=0.2, min_norm=min_norm, T=int(t)) for t in b])
+    checks.assert_close(result["mse_success_probability_subsampled"], float(by_sum), 0.0, rtol=1e-9,
+                        what="exercise 2: the calculator against the binomial sum")
+    return {"calc_exercise1_sigma": sigmas[3000], "calc_exercise1_growth": sigmas[3000] / sigmas[1000],
+            "calc_exercise2_subsampled": result["mse_success_probability_subsampled"],
+            "calc_exercise2_full_batch": result["mse_success_probability"]}
 
 
 # ---------------------------------------------------------------------------------------------------------------

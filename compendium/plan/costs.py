@@ -113,16 +113,42 @@ def _mean_to_extreme(cfg):
         cfg.imagenet_dir or "data")
 
 
+def _attack_values(settings, trials: int) -> float:
+    """Per-sample gradient values that the calculator's prior-aware attack computes
+    (:func:`compendium.attacks.prior_aware.run_prior_aware_attack`, all ``trials`` trainings of a setting in one model
+    of ``trials / kappa`` weights): ``sum over (sigma, q, T, kappa) of T (q trials + 1) trials / kappa``."""
+    return sum(steps * (q * trials + 1) * trials * round(1 / kappa) for _, q, steps, kappa in settings)
+
+
 @planner("calculator")
 def _calculator(cfg):
-    """The calculator page: the exact bound against the authors' Edgeworth approximation on its grid, on the CPU
-    (:func:`_cpu_step` over :func:`_accounted_steps`); RAM: two arrays of ``mc_draws`` float64 values."""
-    book = chapters.chapter("calculator").module.settings("book", device="cpu")
-    steps = [_cpu_step("calculator", "exact bound against Edgeworth",
-                       _accounted_steps(cfg.edgeworth_sigmas, cfg.edgeworth_sample_rates, cfg.edgeworth_steps),
-                       _accounted_steps(book.edgeworth_sigmas, book.edgeworth_sample_rates, book.edgeworth_steps),
-                       "accounted steps", "edgeworth_sigmas x edgeworth_sample_rates x edgeworth_steps")]
-    ram = Need((("likelihood-ratio draws", 2 * cfg.mc_draws * F64),), f"mc_draws={cfg.mc_draws}: reduce it")
+    """The calculator page, both steps on the CPU: the exact bound against the authors' Edgeworth approximation on its
+    grid (:func:`_accounted_steps`), and the prior-aware attack against opacus' DP-SGD (:func:`_attack_values`).
+    Seconds per unit from the book run: the attack's measured share (the module's ``ATTACK_SECONDS``) over its
+    values, the rest of ``SECONDS["book"]`` over the accounted steps (an upper bound: every other cell counted there).
+    RAM: the attack's dense inputs ``(trials + 1) trials / kappa`` and three batch-sized copies (the batch, its
+    per-sample gradients, their clipped sum) in float32 (estimate; 0.84 GB measured at 2,000 trials, q = 0.5,
+    kappa = 0.05), or the likelihood-ratio check's two arrays of ``mc_draws`` float64 values."""
+    module = chapters.chapter("calculator").module
+    book = module.settings("book", device="cpu")
+    attack_seconds, total = module.ATTACK_SECONDS["book"], module.SECONDS["book"]
+    book_steps = _accounted_steps(book.edgeworth_sigmas, book.edgeworth_sample_rates, book.edgeworth_steps)
+    book_values = _attack_values(book.attack_settings, book.attack_trials)
+    steps = [Step("exact bound against Edgeworth",
+                  _accounted_steps(cfg.edgeworth_sigmas, cfg.edgeworth_sample_rates, cfg.edgeworth_steps),
+                  "accounted steps", (total - attack_seconds) / book_steps,
+                  f"estimate: the book run's {total} s (SECONDS) less the attack's {attack_seconds} s, over its "
+                  f"{book_steps:,.0f} accounted steps", "edgeworth_sigmas x edgeworth_sample_rates x edgeworth_steps",
+                  on_cpu=True),
+             Step("prior-aware attack against DP-SGD", _attack_values(cfg.attack_settings, cfg.attack_trials),
+                  "per-sample gradient values", attack_seconds / book_values,
+                  f"estimate: the book run's attack, {attack_seconds} s (ATTACK_SECONDS), over its "
+                  f"{book_values:.3g} per-sample gradient values", "attack_settings x attack_trials", on_cpu=True)]
+    trials = cfg.attack_trials
+    attack_bytes = max(((trials + 1) + 3 * (q * trials + 1)) * trials * round(1 / kappa) * F32
+                       for _, q, _, kappa in cfg.attack_settings)
+    ram = Need((("likelihood-ratio draws", 2 * cfg.mc_draws * F64), ("prior-aware attack", attack_bytes)),
+               f"mc_draws={cfg.mc_draws}, attack_trials={trials}: reduce them")
     return steps, Need((), "none"), ram, Need((), "none"), "."
 
 
