@@ -44,7 +44,7 @@ def _labels() -> tuple[set[str], set[str], dict[str, list[str]]]:
                         prf.add(label)
                     else:
                         refs.add(label)
-                    if kind == "exercise":
+                    if kind in ("exercise", "exercise-start"):
                         exercises[key].append(label)
     for text in BOOK_PAGES.values():
         refs.update(_SECTION_LABEL.findall(text))
