@@ -26,7 +26,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
-import papermill
 
 import compendium
 from compendium import chapters, scorecard, validation
@@ -103,6 +102,8 @@ def execute_notebook(
     start = time.perf_counter()
     previous = os.environ.get(BOOK_BUILD)
     os.environ[BOOK_BUILD] = "1"  # the kernel inherits it: figures are glued for the page, not shown twice
+    import papermill  # here, not at the top: its import takes seconds that `compendium risk` need not wait
+
     try:
         papermill.execute_notebook(
             str(source), str(partial), parameters=parameters, kernel_name=KERNEL, cwd=str(source.parent),
