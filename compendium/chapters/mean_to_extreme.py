@@ -129,7 +129,7 @@ def paper_shape(folder: str | Path) -> dict:
     paper = SCALES["paper"]
     return dict(scale="paper", imagenet_dir=str(imagenet), n_images=5, n_mc=10_000, n_opacus=200,
                 fig4_sigmas=[paper["fig4_sigmas"][0], paper["fig4_sigmas"][-1]], subsampling_sigmas=[1.0],
-                subsampling_sample_rates=[0.01], subsampling_steps=[100], ratio_rows=20, variance_draws=8,
+                subsampling_sample_rates=[0.01], subsampling_steps=[100], ratio_rows=50, variance_draws=8,
                 variance_clip_ratio=2.0, fig1_clip_ratio=3.0, fig2_samples=20, fig5_draws=8, prop7_draws=20,
                 use_lpips=importlib.util.find_spec("lpips") is not None)
 
