@@ -131,9 +131,25 @@ def test_claims_name_the_data_the_image_size_and_the_scale_that_ran():
     assert chapter.data_used(paper) == "100 ImageNet validation images at 224 px, at `paper` scale"
 
 
+def test_counts_are_settings_and_figure1_takes_the_papers_c_at_paper_scale():
+    ci, paper = chapter.settings("ci", "cpu"), chapter.settings("paper", "cpu")
+    assert paper.fig1_clip_ratio is None and ci.fig1_clip_ratio == 20
+    assert "the paper's σ = 5\u00a0×\u00a010⁻⁴ and C = 5000" in chapter.fig1_setting(paper)
+    assert chapter.fig1_setting(ci).startswith("four crops of the bundled photographs at 32×32 px with "
+                                               "σ = 2\u00a0×\u00a010⁻³ and C = 20 m")
+    for name, bad in (("ratio_rows", 5), ("variance_draws", 2), ("variance_clip_ratio", 1.0), ("fig2_samples", 3),
+                      ("fig5_draws", 1), ("prop7_draws", 3), ("fig1_clip_ratio", 0.5)):
+        with pytest.raises(ValueError, match=name):
+            chapter.settings("ci", "cpu", **{name: bad})
+    rng, gen, _ = _streams()
+    fig2, _, u_norms = chapter.figure2_regimes(rng, gen, "cpu", samples=20)
+    assert len(u_norms) == 20 and len(fig2) == 3 * len(chapter.FIG2_SIGMAS) * 20
+
+
 def test_paper_pipeline_runs_at_paper_shapes(paper_shape_notebooks):
-    """The paper scale's pipeline on ImageNet-named stand-in JPEGs at 224 px (Figure 1 with the paper's sigma, C and
-    M* rows), counts cut to seconds: it runs to the end and publishes a complete card; nothing in it is a finding."""
+    """The paper scale's pipeline on ImageNet-named stand-in JPEGs at 224 px (Figure 1 and the variance table with
+    few rows: C = 3 m and 2 |X|), counts cut to seconds: it runs to the end and publishes a complete card; nothing in
+    it is a finding."""
     from compendium import scorecard
 
     executed = paper_shape_notebooks["mean_to_extreme"]  # run by the suite's book work (tests/test_paper_shapes.py)
@@ -143,5 +159,5 @@ def test_paper_pipeline_runs_at_paper_shapes(paper_shape_notebooks):
     undecided = [k for k, r in rows.items() if r["expect"] in scorecard.CHECKED and not r["checked"]]
     assert list(rows) == [c.key for c in chapter.CLAIMS] and not undecided, undecided
     assert "5 ImageNet validation images at 224 px, at `paper` scale" in rows["mte-fig4"]["reason"]
-    assert f"C = {chapter.PAPER_FIG1_C:.4g}" in rows["mte-fig1"]["found"]
-    assert "the paper's $C$ and $\\sigma$" in rows["mte-fig1"]["reason"]
+    assert "C = 3 m ≈ " in rows["mte-fig1"]["found"]
+    assert "$C=3m$ instead of the paper's $C$ and $\\sigma$" in rows["mte-fig1"]["reason"]

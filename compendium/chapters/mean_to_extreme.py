@@ -27,19 +27,22 @@ SECONDS = {"ci": 23, "book": 28}
 
 SCALES = {
     "ci": dict(n_images=6, resolution=16, fig1_resolution=32, fig4_sigmas=(1e-4, 1e-3, 1e-2, 1e-1), n_mc=20_000,
-               n_opacus=300, image_source="photos", imagenet_dir=None, use_lpips=False,
+               n_opacus=200, image_source="photos", imagenet_dir=None, use_lpips=False,
                subsampling_sigmas=(1.0,), subsampling_sample_rates=(0.01,),
-               subsampling_steps=(100,)),
+               subsampling_steps=(100,), ratio_rows=50, variance_draws=20, variance_clip_ratio=10.0,
+               fig1_clip_ratio=20.0, fig2_samples=20, fig5_draws=50, prop7_draws=40),
     "book": dict(n_images=20, resolution=64, fig1_resolution=64,
                  fig4_sigmas=tuple(float(s) for s in torch.logspace(-4, -1, 13)), n_mc=200_000, n_opacus=2000,
                  image_source="photos", imagenet_dir=None, use_lpips=True,
                  subsampling_sigmas=(0.7, 1.0), subsampling_sample_rates=(0.001, 0.01),
-                 subsampling_steps=(1000,)),
+                 subsampling_steps=(1000,), ratio_rows=200, variance_draws=50, variance_clip_ratio=10.0,
+                 fig1_clip_ratio=20.0, fig2_samples=100, fig5_draws=200, prop7_draws=200),
     "paper": dict(n_images=100, resolution=224, fig1_resolution=224,
                   fig4_sigmas=tuple(float(s) for s in torch.logspace(-4, -1, 50)), n_mc=1_000_000, n_opacus=2000,
                   image_source="imagenet", imagenet_dir="data/imagenet-val", use_lpips=True,
                   subsampling_sigmas=(0.5, 0.7, 1.0, 2.0), subsampling_sample_rates=(0.001, 0.01, 0.1),
-                 subsampling_steps=(100, 1000)),
+                  subsampling_steps=(100, 1000), ratio_rows=200, variance_draws=50, variance_clip_ratio=10.0,
+                  fig1_clip_ratio=None, fig2_samples=100, fig5_draws=200, prop7_draws=200),
 }
 
 
@@ -53,7 +56,12 @@ class Settings(_Settings):
     tests of the real attack; ``image_source``, ``imagenet_dir`` and ``use_lpips`` as in the Ziller chapter's
     settings (the perceptual metric here is LPIPS-VGG, as in the paper); ``subsampling_*`` the DP-SGD settings
     (noise multipliers, Poisson sampling rates, steps) on which the exact prior-aware bound under subsampling is put
-    beside the authors' Edgeworth approximation.
+    beside the authors' Edgeworth approximation.  The counts of the smaller checks: ``ratio_rows`` gradient rows of
+    the ratio attack (eq. 15); ``variance_draws`` opacus reconstructions per row of the variance table, whose image is
+    clipped at ``variance_clip_ratio`` times its norm (so ``M* = ceil(variance_clip_ratio^2)``); Figure 1's clipping
+    bound ``fig1_clip_ratio`` times the smallest norm at ``sigma = 2e-3`` (``None``: the paper's ``sigma`` and
+    ``C``); ``fig2_samples`` samples of Figure 2 (the paper's 100); ``fig5_draws`` reconstructions per scale factor
+    of Figure 5; ``prop7_draws`` averages per ``k`` of Prop. 7.
     """
 
     n_images: int
@@ -68,6 +76,13 @@ class Settings(_Settings):
     subsampling_sigmas: tuple[float, ...]
     subsampling_sample_rates: tuple[float, ...]
     subsampling_steps: tuple[int, ...]
+    ratio_rows: int
+    variance_draws: int
+    variance_clip_ratio: float
+    fig1_clip_ratio: float | None
+    fig2_samples: int
+    fig5_draws: int
+    prop7_draws: int
 
     def validate(self) -> None:
         validation.integer("n_images", self.n_images, minimum=5)
@@ -82,6 +97,14 @@ class Settings(_Settings):
             validation.number("subsampling_sample_rates", q, above=0.0, below=1.0)
         for t in self.subsampling_steps:
             validation.integer("subsampling_steps", t, minimum=30, what="the authors' approximation needs T >= 30")
+        validation.integer("ratio_rows", self.ratio_rows, minimum=20)
+        validation.integer("variance_draws", self.variance_draws, minimum=5)  # a standard error per row
+        validation.number("variance_clip_ratio", self.variance_clip_ratio, at_least=1.5)  # M* above the printed M
+        if self.fig1_clip_ratio is not None:
+            validation.number("fig1_clip_ratio", self.fig1_clip_ratio, at_least=1.5)
+        validation.integer("fig2_samples", self.fig2_samples, minimum=20)  # KS tests per regime
+        validation.integer("fig5_draws", self.fig5_draws, minimum=5)
+        validation.integer("prop7_draws", self.prop7_draws, minimum=20)
 
 
 def settings(scale: str = "book", device: str = "auto", seed: int = 0, **overrides) -> Settings:
@@ -97,15 +120,17 @@ PAPER_SHAPE_IMAGES = 12
 def paper_shape(folder: str | Path) -> dict:
     """The paper pipeline at the paper's shapes with its counts cut to seconds (:func:`compendium.book.
     execute_paper_shape`): ``PAPER_SHAPE_IMAGES`` ImageNet-named stand-in JPEGs (:func:`compendium.standin.
-    imagenet_val`) in ``folder/imagenet-val``, read at the paper's 224 px for Figures 1 and 4-6 (so Figure 1 runs
-    with the paper's ``sigma``, ``C`` and ``M*`` rows); Figure 4 at the ends of the paper's noise multipliers only; the
-    smallest image, Monte-Carlo and opacus counts the settings allow; one DP-SGD setting for the section on
+    imagenet_val`) in ``folder/imagenet-val``, read at the paper's 224 px for Figures 1 and 4-6; Figure 4 at the ends
+    of the paper's noise multipliers only; the smallest image, Monte-Carlo and opacus counts the settings allow; the
+    224 px checks of the variance table and Figure 1 with few rows (clipping at 2 and 3 times the smallest norm:
+    ``M*`` of 4 and 9 instead of the hundreds the paper's ``C`` needs); one DP-SGD setting for the section on
     subsampling; LPIPS-VGG only where the ``lpips`` extra is installed.  Returns the notebook's parameters."""
     imagenet = standin.imagenet_val(Path(folder) / "imagenet-val", n=PAPER_SHAPE_IMAGES)
     paper = SCALES["paper"]
     return dict(scale="paper", imagenet_dir=str(imagenet), n_images=5, n_mc=10_000, n_opacus=200,
                 fig4_sigmas=[paper["fig4_sigmas"][0], paper["fig4_sigmas"][-1]], subsampling_sigmas=[1.0],
-                subsampling_sample_rates=[0.01], subsampling_steps=[100],
+                subsampling_sample_rates=[0.01], subsampling_steps=[100], ratio_rows=50, variance_draws=8,
+                variance_clip_ratio=2.0, fig1_clip_ratio=3.0, fig2_samples=20, fig5_draws=8, prop7_draws=20,
                 use_lpips=importlib.util.find_spec("lpips") is not None)
 
 
@@ -258,9 +283,10 @@ FIG2_SIGMAS = (1e-2, 1e-1, 1.0, 10.0)
 FIG2_ROWS = 100
 
 
-def figure2_regimes(rng: np.random.Generator, generator: torch.Generator, device) -> tuple[pd.DataFrame, dict,
-                                                                                           np.ndarray]:
-    """Figure 2 of the paper: MSE, PSNR and NCC of 100 samples ``U(0, 1)^4`` in three regimes of ``C``.
+def figure2_regimes(rng: np.random.Generator, generator: torch.Generator, device,
+                    samples: int = 100) -> tuple[pd.DataFrame, dict, np.ndarray]:
+    """Figure 2 of the paper: MSE, PSNR and NCC of ``samples`` samples ``U(0, 1)^4`` (the paper's 100) in three
+    regimes of ``C``.
 
     The samples are drawn from ``rng``; each is attacked through opacus with ``M = 100`` rows at every ``sigma`` of
     :data:`FIG2_SIGMAS` and ``C`` in {``m``, ``sqrt(M) m``, ``10 sqrt(M) max ||X||``} (``m`` the smallest norm).
@@ -269,7 +295,7 @@ def figure2_regimes(rng: np.random.Generator, generator: torch.Generator, device
     variance, and ``scaled_optimal`` = MSE / (``sigma^2 ||X||^2 / 4``), the same with the optimal variance of
     eq. (20); the regimes ``{label: C}``; and the samples' norms.
     """
-    U = torch.tensor(rng.random((100, 4)), dtype=torch.float32).to(device)
+    U = torch.tensor(rng.random((samples, 4)), dtype=torch.float32).to(device)
     u_norms = U.norm(dim=1).cpu().numpy()
     M2 = FIG2_ROWS
     regimes = {"C = m": float(u_norms.min()), "C = √M m": float(np.sqrt(M2) * u_norms.min()),
@@ -288,7 +314,7 @@ def figure2_regimes(rng: np.random.Generator, generator: torch.Generator, device
 
 
 def plot_figure2(fig2: pd.DataFrame, regimes: dict, u_norms: np.ndarray):
-    """The 3 x 3 panel of Figure 2 from :func:`figure2_regimes`: boxes of the 100 samples per ``sigma``, the 5-95 %
+    """The 3 x 3 panel of Figure 2 from :func:`figure2_regimes`: boxes of the samples per ``sigma``, the 5-95 %
     band of Theorem 2's law at the smallest and largest norm (MSE, PSNR with ``R = 1``) and the bound (28) (NCC)."""
     with plt.rc_context(READABLE_FONTS):
         fig, axes = plt.subplots(3, 3, figsize=(8.4, 8.4), sharex=True)
@@ -321,7 +347,7 @@ def plot_figure2(fig2: pd.DataFrame, regimes: dict, u_norms: np.ndarray):
                     ax.set_title(metric + (" [dB, R = 1]" if metric == "PSNR" else ""))
         handles = [*zip(*axes[0, 0].get_legend_handles_labels()), *zip(*axes[0, 2].get_legend_handles_labels())]
         fig.legend([h for h, _ in handles], [label for _, label in handles], loc="outside lower center", ncol=2)
-        fig.suptitle("100 samples of $\\mathcal{U}(0,1)^4$,\n$M = 100$, one opacus step each")
+        fig.suptitle(f"{len(u_norms)} samples of $\\mathcal{{U}}(0,1)^4$,\n$M = {FIG2_ROWS}$, one opacus step each")
     return fig
 
 
@@ -466,6 +492,19 @@ def plot_figure4(fig4: pd.DataFrame, images: torch.Tensor, norms: np.ndarray):
     return fig
 
 
+def fig1_setting(cfg: Settings) -> str:
+    """The data and the ``(sigma, C)`` of the counterpart of Figure 1, as a phrase of the prose: four images at
+    ``cfg.fig1_resolution`` px with the paper's ``sigma = 5e-4``, ``C = 5000`` (``fig1_clip_ratio`` None) or with
+    ``sigma = 2e-3`` and ``C`` that ratio times the smallest of their norms ``m``."""
+    source = "ImageNet validation images" if cfg.image_source == "imagenet" else "crops of the bundled photographs"
+    side = f"{cfg.fig1_resolution}×{cfg.fig1_resolution} px"
+    if cfg.fig1_clip_ratio is None:
+        sigma = plotting.written_numbers(f"{PAPER_FIG1_SIGMA:.0e}")
+        return f"four {source} at {side} with the paper's σ = {sigma} and C = {PAPER_FIG1_C:g}"
+    return (f"four {source} at {side} with σ = {plotting.written_numbers('2e-03')} and C = {cfg.fig1_clip_ratio:g} m, "
+            "m the smallest of their norms")
+
+
 def figure5_scaling(x0: torch.Tensor, seed: int, sigma: float = 1e-3, n_draws: int = 200,
                     scales=(1.0, 10.0, 100.0)) -> tuple[pd.DataFrame, dict]:
     """Figure 5 of the paper (Appendix C): the MSE is not scale invariant.
@@ -581,8 +620,8 @@ def claims(cfg: Settings) -> tuple[Claim, ...]:
     reasons = {
         "mte-fig1": "the PSNR gain of $M^*$ rows over one row is $10\\log_{10}(C^2/\\lVert X\\rVert^2)$ within the "
                     f"stated tolerance for every image ({data_used(cfg, images=4, paper_images=4, **fig1)}; "
-                    + ("the paper's $C$ and $\\sigma$)" if cfg.fig1_resolution >= PAPER_FIG6_SIDES[0]
-                       else "$C=20m$ instead of the paper's $C$ and $\\sigma$)"),
+                    + ("the paper's $C$ and $\\sigma$)" if cfg.fig1_clip_ratio is None
+                       else f"$C={cfg.fig1_clip_ratio:g}m$ instead of the paper's $C$ and $\\sigma$)"),
         "mte-fig4": f"the mean MSE on Prop. 2 at every σ; NMI and SSIM fall with σ, paired per image "
                     f"({data_used(cfg)}; LPIPS where installed)",
         "mte-fig6": "with the same noise, scenario (2)'s MSE is $255^2$ times scenario (1)'s with the same PSNR and "
@@ -638,8 +677,8 @@ CLAIMS = (
           f"$C={PAPER_FIG1_C:g}$).",
           "{numref}`mte-fig-rows`", IN_SHAPE,
           reason="the PSNR gain of $M^*$ rows over one row is $10\\log_{10}(C^2/\\lVert X\\rVert^2)$ for every "
-                 "image (four photographs with $C=20m$ instead of ImageNet with the paper's $C$ and $\\sigma$, "
-                 "which `paper` scale uses)"),
+                 f"image (four photographs with $C={SCALES['book']['fig1_clip_ratio']:g}m$ instead of ImageNet with "
+                 "the paper's $C$ and $\\sigma$, which `paper` scale uses)"),
     Claim("mte-thm2", "Theorem 2, eqs. (22)–(23)", "theorem",
           f"$\\mathrm{{MSE}}(X,\\hat X)\\overset d=\\frac{{{_SQ_NORM}}}{{N}}Y$ with $Y\\sim\\chi^2_N$, so "
           "$\\Pr(\\mathrm{MSE}\\le\\eta)$ is a regularised gamma function.", "{prf:ref}`mte-thm2`", REPRODUCED),
