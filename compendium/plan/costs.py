@@ -68,6 +68,8 @@ def _ziller(cfg):
                           "DP-SGD steps", seconds, basis, "sigmas x fig3_draws (four clipping norms)"))
     seconds, basis = _dp_sgd_seconds(cfg.resolution)
     steps.append(Step("observation-model test", cfg.n_opacus, "DP-SGD steps", seconds, basis, "n_opacus"))
+    steps.append(Step("Prop. 4 averages (T = 1, 10, 100)", cfg.averaging_draws * 111, "DP-SGD steps", seconds, basis,
+                      "averaging_draws x 111"))
     side = max(cfg.fig3_resolutions)
     gpu = Need((("Figure 3 batch", _opacus_batch_bytes(cfg.fig3_draws, side)),
                 ("Figure 1 batch", _opacus_batch_bytes(cfg.n_images, cfg.resolution))),
@@ -91,15 +93,29 @@ def _accounted_steps(sigmas, rates, steps) -> int:
     return len(sigmas) * len(rates) * sum(steps)
 
 
+def _variance_table_rows(clip_ratio: float) -> int:
+    """The rows of one draw of the From-Mean-to-Extreme variance table: ``M = 1``, the printed ``ceil(r)``, ``M* =
+    ceil(r^2)``, ``4 M*`` and one row with a loss scale, ``r`` the clipping bound over the image's norm."""
+    m_star = math.ceil(clip_ratio**2)
+    return 1 + math.ceil(clip_ratio) + m_star + 4 * m_star + 1
+
+
 @planner("mean_to_extreme")
 def _mean_to_extreme(cfg):
-    """From Mean to Extreme: Figure 4's ``n_images x |fig4_sigmas|`` opacus steps, and the exact prior-aware bound
-    under subsampling on the CPU (:func:`_cpu_step` over :func:`_accounted_steps`).  Memory as the Ziller chapter's."""
+    """From Mean to Extreme: Figure 4's ``n_images x |fig4_sigmas|`` opacus steps of ten rows, the variance table's
+    ``variance_draws`` reconstructions with ``1 + M + M* + 4 M* + 1`` rows (:func:`_variance_table_rows`), the ratio
+    attack's ``ratio_rows`` rows and as many one-row steps, Figure 5's ``3 x fig5_draws`` steps (each a step of one
+    row on a ``resolution``-sided image, whose cost a row scales), and the exact prior-aware bound under subsampling
+    on the CPU (:func:`_cpu_step` over :func:`_accounted_steps`).  Memory as the Ziller chapter's."""
     module = chapters.chapter("mean_to_extreme").module
     book = module.settings("book", device="cpu")
     seconds, basis = _dp_sgd_seconds(cfg.resolution)
-    steps = [Step(f"Figure 4: {cfg.resolution}² images", cfg.n_images * len(cfg.fig4_sigmas), "DP-SGD steps",
-                  seconds, basis, "n_images x fig4_sigmas"),
+    steps = [Step(f"Figure 4: {cfg.resolution}² images", cfg.n_images * len(cfg.fig4_sigmas) * 10, "DP-SGD row-steps",
+                  seconds, basis, "n_images x fig4_sigmas x 10 rows"),
+             Step("variance table", cfg.variance_draws * _variance_table_rows(cfg.variance_clip_ratio),
+                  "DP-SGD row-steps", seconds, basis, "variance_draws x rows (variance_clip_ratio)"),
+             Step("ratio attack", 2 * cfg.ratio_rows, "DP-SGD row-steps", seconds, basis, "2 x ratio_rows"),
+             Step("Figure 5", 3 * cfg.fig5_draws, "DP-SGD steps", seconds, basis, "3 x fig5_draws"),
              _cpu_step("mean_to_extreme", "exact bound under subsampling",
                        _accounted_steps(cfg.subsampling_sigmas, cfg.subsampling_sample_rates, cfg.subsampling_steps),
                        _accounted_steps(book.subsampling_sigmas, book.subsampling_sample_rates,
