@@ -2,17 +2,17 @@
 
     python benchmarks/bench.py [--skip-tests] [--scales ci,book]
 
-Budgets: the test suite (``python -m pytest -q``, printed with its 25 slowest tests) under 360 s (the house's 6 minutes) with all six
-chapters, of which each chapter's ``ci`` execution (printed per chapter) is a part; one exact subsampled ReRo bound
-for T = 1000 steps under 2 s; batched shadow-head training at least 50 times faster per head than a loop over heads
-(the row's time is for 5,000 heads); two of the transfer-learning chapter's attacks side by side against one after
-another (the ratio, and the same tables: the row fails if they differ); the transfer-learning chapter within 60 s at
-``ci`` and 6 min at ``book`` scale, the diffusion chapter within 60 s and 8 min (with its prior's training time and
-the time of one DPS and one DSG reconstruction printed); the whole book at ``book`` scale (every chapter executed
-afresh, as many at once as ``make book`` runs them, ``book.default_jobs``, then rendered) under 900 s, with its
-speed-up over the chapters' own times one after the other (the ``book`` rows above, measured in the same run).
-Chapters are executed with ``force`` into a temporary folder, so the timings never come from the cache and
-``_build`` is left alone. Exits 1 when anything fails or is over budget.
+Budgets: the test suite (``python -m pytest -q``, printed with its 25 slowest tests) under 360 s (the house's 6
+minutes) with all six chapters, of which each chapter's ``ci`` execution (printed per chapter) is a part; one exact
+subsampled ReRo bound for T = 1000 steps under 2 s; batched shadow-head training at least 50 times faster per head
+than a loop over heads (the row's time is for 5,000 heads); two of the transfer-learning chapter's attacks side by
+side against one after another (the ratio, and the same tables: the row fails if they differ); the transfer-learning
+chapter within 60 s at ``ci`` and 6 min at ``book`` scale, the diffusion chapter within 60 s and 8 min (with its
+prior's training time and the time of one DPS and one DSG reconstruction printed); the whole book at ``book`` scale
+(every chapter executed afresh, as many at once as ``make book`` runs them, ``book.default_jobs``, then rendered)
+under 900 s, with its speed-up over the chapters' own times one after the other (the ``book`` rows above, measured in
+the same run). Chapters are executed with ``force`` into a temporary folder, so the timings never come from the cache
+and ``_build`` is left alone. Exits 1 when anything fails or is over budget.
 """
 from __future__ import annotations
 
