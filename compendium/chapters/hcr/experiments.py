@@ -17,9 +17,11 @@ from compendium.attacks import feature_inversion as inversion
 from compendium.bounds import hcr
 from compendium.chapters.hcr.settings import (
     CIFAR_CLASSES,
+    GRAY_DATA,
     IMAGENET_MODELS,
     PAPER_ACCURACY,
     PAPER_DIFFDIVS,
+    PAPER_FIGURE_MODES,
     PAPER_KAPPA,
     Settings,
 )
@@ -63,16 +65,20 @@ class Datasets:
 def load_data(cfg: Settings) -> Datasets:
     """The chapter's data, loaded before any expensive work so that a missing data set stops the chapter first.
 
-    ``book``/``ci`` scale: scikit-learn's 8x8 digits (``data.digits``; normalised by the training split's pixel mean
-    and sd, 0.3054 / 0.3759 for seed 0) stand in for MNIST, and crops of 7 bundled photographs
-    (``data.photo_classes``) for CIFAR-10.  ``paper`` scale: MNIST (``data.mnist``, normalised by the usual
-    0.1307 / 0.3081, Sec. 3.1) and CIFAR-10 (``data.cifar10``), downloaded into ``cfg.data_dir``.  Colour inputs are
-    mapped to ``2x - 1`` as in the paper (Sec. 3.2).
+    The grayscale task: scikit-learn's 8x8 digits (``gray_data="digits"``, ``data.digits``; normalised by the
+    training split's pixel mean and sd, 0.3054 / 0.3759 for seed 0), the 10,000 real MNIST digits shipped with the
+    package (``"mnist_digits"``, ``data.mnist_digits``: 8,000 to train, 2,000 to test) or all of MNIST (``"mnist"``,
+    ``data.mnist``, downloaded into ``cfg.data_dir``), both MNIST sets normalised by the usual 0.1307 / 0.3081
+    (Sec. 3.1).  The colour task: crops of 7 bundled photographs (``data.photo_classes``) for CIFAR-10, or CIFAR-10
+    (``data.cifar10``, downloaded).  Colour inputs are mapped to ``2x - 1`` as in the paper (Sec. 3.2).
     """
     root = base.in_repository(cfg.data_dir)
     if cfg.gray_data == "digits":
         gray_train, gray_test = data.digits("train", cfg.seed), data.digits("test", cfg.seed)
         gray_norm = (float(gray_train[0].mean()), float(gray_train[0].std()))
+    elif cfg.gray_data == "mnist_digits":
+        gray_train, gray_test = data.mnist_digits("train", cfg.seed), data.mnist_digits("test", cfg.seed)
+        gray_norm = models.MNIST_NORMALIZATION
     else:
         gray_train, gray_test = (data.mnist(root / "mnist", split, download=True) for split in ("train", "test"))
         gray_norm = models.MNIST_NORMALIZATION
@@ -137,16 +143,18 @@ def build_tasks(cfg: Settings, datasets: Datasets) -> dict[str, Task]:
     d = datasets
     return {  # iterations: i of the main and the limit run
         "gray": Task(
-            title=f"{cfg.gray_data} MLP", paper_name="MNIST", norm=d.gray_norm, train=d.gray_train, test=d.gray_test,
+            title=f"{GRAY_DATA[cfg.gray_data]} MLP", paper_name="MNIST", norm=d.gray_norm, train=d.gray_train,
+            test=d.gray_test,
             model=models.MnistMLP(1, side_gray, 10, hidden=cfg.gray_hidden,
                                   generator=torch.Generator().manual_seed(cfg.seed)),
             epochs=cfg.gray_epochs, kappa=cfg.gray_kappa, diffdivs=cfg.gray_diffdivs, low=cfg.gray_low_freq,
             examples=cfg.gray_examples, iterations=(i_max, i_max),
             paper_acc=PAPER_ACCURACY["MNIST"], paper_kappa=PAPER_KAPPA["MNIST"],
-            paper_modes={"main": (0.16, 0.42), "limit": (0.20, 0.47)},
+            paper_modes=_paper_modes("MNIST"),
             paper_sd=models.MNIST_NORMALIZATION[1]),
         "gray_cnn": Task(
-            title=f"{cfg.gray_data} CNN", paper_name=None, norm=d.gray_norm, train=d.gray_train, test=d.gray_test,
+            title=f"{GRAY_DATA[cfg.gray_data]} CNN", paper_name=None, norm=d.gray_norm, train=d.gray_train,
+            test=d.gray_test,
             model=models.CifarCNN(1, side_gray, 10, widths=cfg.colour_widths, hidden=cfg.colour_hidden,
                                   generator=torch.Generator().manual_seed(cfg.seed)),
             epochs=cfg.gray_epochs, kappa=cfg.gray_cnn_kappa, diffdivs=cfg.gray_diffdivs, low=cfg.gray_low_freq,
@@ -160,8 +168,15 @@ def build_tasks(cfg: Settings, datasets: Datasets) -> dict[str, Task]:
             epochs=cfg.colour_epochs, kappa=cfg.colour_kappa, diffdivs=cfg.colour_diffdivs, low=cfg.colour_low_freq,
             examples=cfg.colour_examples, iterations=(min(6, i_max), min(4, i_max)),
             paper_acc=PAPER_ACCURACY["CIFAR-10"], paper_kappa=PAPER_KAPPA["CIFAR-10"],
-            paper_modes={"main": (0.08, 0.09), "limit": (0.065, 0.08)}, paper_sd=models.CIFAR_NORMALIZATION[1]),
+            paper_modes=_paper_modes("CIFAR-10"), paper_sd=models.CIFAR_NORMALIZATION[1]),
     }
+
+
+def _paper_modes(name: str) -> dict[str, tuple[float, float]]:
+    """The modes of the paper's figure for data set ``name`` (:data:`PAPER_FIGURE_MODES`) keyed by run: ``{"main":
+    (unfiltered, filtered), "limit": (...)}`` at the paper's two sizes."""
+    return {label: tuple(PAPER_FIGURE_MODES[name][s_inv].values())
+            for label, s_inv in zip(("main", "limit"), PAPER_DIFFDIVS[name])}
 
 
 def train_tasks(tasks: dict[str, Task], cfg: Settings, device) -> pd.DataFrame:
@@ -188,9 +203,11 @@ def train_tasks(tasks: dict[str, Task], cfg: Settings, device) -> pd.DataFrame:
         task.exact = hcr.float64_copy(model)
         task.x_eval = task.x_test[:task.examples]
         # kappa x RMS feature over the test set (the code's RMS is over its thousands of evaluated examples)
-        task.sigma = hcr.noise_sigma(model.features(task.x_test), task.kappa)
+        with torch.no_grad():
+            features = model.features(task.x_test)
+        task.sigma = hcr.noise_sigma(features, task.kappa)
         clean = train.accuracy(model, task.x_test, task.y_test)
-        dithered = dithered_accuracy(task, task.sigma, seed=cfg.seed)
+        dithered = dithered_accuracy(task, task.sigma, seed=cfg.seed, features=features)
         task.accuracy = (clean, dithered)
         acc_rows.append({"task": task.title, "train [s]": round(task.train_seconds, 1), "κ": task.kappa,
                          "σ": round(task.sigma, 4), "clean [%]": round(100 * clean, 1),
@@ -201,11 +218,25 @@ def train_tasks(tasks: dict[str, Task], cfg: Settings, device) -> pd.DataFrame:
     return pd.DataFrame(acc_rows)
 
 
-def dithered_accuracy(task: Task, sigma: float, *, seed: int, draws: int = 25) -> float:
+def dithered_accuracy(task: Task, sigma: float, *, seed: int, draws: int = 25, features=None,
+                      batch_size: int = 1024) -> float:
     """The accuracy of a trained task's classifier on its test set with Gaussian noise of standard deviation
-    ``sigma`` added to the features, the mean over ``draws`` noise draws (as in the authors' code)."""
-    return float(np.mean([train.accuracy(task.model, task.x_test, task.y_test, feature_noise=sigma,
-                                         generator=torch.Generator().manual_seed(seed + r)) for r in range(draws)]))
+    ``sigma`` added to the features, the mean over ``draws`` noise draws (as in the authors' code): draw ``r``
+    predicts ``head(a + sigma Z)`` with ``Z`` drawn on the CPU from ``torch.Generator().manual_seed(seed + r)``, batch
+    by batch (the draws of :func:`compendium.train.accuracy`).  The features ``a`` of the test set (``features``, or
+    computed here) are computed once for all draws."""
+    model = task.model.eval()
+    with torch.no_grad():
+        a = model.features(task.x_test) if features is None else features
+        correct = []
+        for r in range(draws):
+            generator, hits = torch.Generator().manual_seed(seed + r), 0
+            for start in range(0, len(a), batch_size):
+                z = a[start:start + batch_size]
+                noise = torch.randn(z.shape, generator=generator, dtype=z.dtype).to(z.device)
+                hits += int((model.head(z + sigma * noise).argmax(1) == task.y_test[start:start + batch_size]).sum())
+            correct.append(hits / len(a))
+    return float(np.mean(correct))
 
 
 def kappa_sweep(tasks: dict[str, Task], kappas, *, seed: int) -> pd.DataFrame:
@@ -214,22 +245,26 @@ def kappa_sweep(tasks: dict[str, Task], kappas, *, seed: int) -> pd.DataFrame:
     the noise; the paper reports one point of this trade-off per data set."""
     rows = []
     for key, task in tasks.items():
-        features = task.model.features(task.x_test)
+        with torch.no_grad():
+            features = task.model.features(task.x_test)
         row = {"task": task.title, "key": key, "clean [%]": 100 * task.accuracy[0]}
         for kappa in kappas:
-            row[f"κ = {kappa:g} [%]"] = 100 * dithered_accuracy(task, hcr.noise_sigma(features, kappa), seed=seed)
+            row[f"κ = {kappa:g} [%]"] = 100 * dithered_accuracy(task, hcr.noise_sigma(features, kappa), seed=seed,
+                                                                 features=features)
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def run_hcr(task: Task, cfg: Settings, device, diffdiv: float, iterations: int, **kwargs) -> hcr.HCRResult:
-    """Algorithm 1 and the per-DCT-mode HCR bound (:func:`hcr.hcr_bound`) on a task's evaluated images, with
+def run_hcr(task: Task, cfg: Settings, device, diffdiv: float, iterations: int, examples: int | None = None,
+            **kwargs) -> hcr.HCRResult:
+    """Algorithm 1 and the per-DCT-mode HCR bound (:func:`hcr.hcr_bound`) on a task's evaluated images (the first
+    ``examples`` of them; ``None``: all), with
     ``cfg.num_restarts`` draws, size ``s = 1/diffdiv``, ``iterations`` repetitions and LSQR capped at
     ``cfg.lsqr_iter_lim``, float32 Jacobian products and float64 exact forward passes; the result keeps the first
     draw's per-draw arrays only (``keep="first"``) and carries its wall-clock time as ``seconds``."""
     start = time.perf_counter()
     # the noise drawn on the CPU (hcr_bound moves it), so that a run on a GPU bounds the book's draws
-    res = hcr.hcr_bound(task.model.features, task.x_eval, task.sigma, num_restarts=cfg.num_restarts,
+    res = hcr.hcr_bound(task.model.features, task.x_eval[:examples], task.sigma, num_restarts=cfg.num_restarts,
                         num_power_iterations=iterations, diffdiv=diffdiv,
                         generator=torch.Generator().manual_seed(cfg.seed), iter_lim=cfg.lsqr_iter_lim,
                         exact_map=task.exact.features, keep="first", **kwargs)
@@ -240,9 +275,11 @@ def run_hcr(task: Task, cfg: Settings, device, diffdiv: float, iterations: int, 
 def run_bounds(tasks: dict[str, Task], cfg: Settings, device) -> dict:
     """Every HCR run of the chapter (Sec. 3, Figures 1 and 3), keyed ``(task, label)``: for each task the main run
     (the first ``diffdivs`` size, the first ``iterations``) and the ``--limit`` run of the authors' code (the second
-    size), the sweep over fewer repetitions ``i`` (``"i=<i>"``, at the main size), and for the grayscale task the
-    two sizes with one fixed LSQR tolerance (``"fixed atol, main s"``/``"fixed atol, limit s"``: the authors' value
-    ``0.02 sigma s`` at the main size), which separates the tolerance from the size."""
+    size) on all its bounded images; on the first ``cfg.sweep_examples`` of them (all: ``None``) the sweep over
+    fewer repetitions ``i`` (``"i=<i>"``, at the main size), and for the grayscale task the two sizes with one fixed
+    LSQR tolerance (``"fixed atol, main s"``/``"fixed atol, limit s"``: the authors' value ``0.02 sigma s`` at the
+    main size),
+    which separates the tolerance from the size."""
     runs = {}
     for key, task in tasks.items():
         (s_main, s_limit), (i_main, i_limit) = task.diffdivs, task.iterations
@@ -250,11 +287,12 @@ def run_bounds(tasks: dict[str, Task], cfg: Settings, device) -> dict:
         runs[key, "limit"] = run_hcr(task, cfg, device, s_limit, i_limit)
         for i in cfg.power_iterations:
             if i < i_main:  # the sweep below the main run's repetitions
-                runs[key, f"i={i}"] = run_hcr(task, cfg, device, s_main, i)
+                runs[key, f"i={i}"] = run_hcr(task, cfg, device, s_main, i, cfg.sweep_examples)
     gray = tasks["gray"]
     fixed_atol = 0.02 * gray.sigma / gray.diffdivs[0]  # the code's value at the main size
     for label, s_inv in zip(("fixed atol, main s", "fixed atol, limit s"), gray.diffdivs):
-        runs["gray", label] = run_hcr(gray, cfg, device, s_inv, gray.iterations[0], lsqr_atol=fixed_atol)
+        runs["gray", label] = run_hcr(gray, cfg, device, s_inv, gray.iterations[0], cfg.sweep_examples,
+                                      lsqr_atol=fixed_atol)
     return runs
 
 
@@ -349,10 +387,10 @@ class Releases:
 
 
 def simulate_releases(task: Task, cfg: Settings, device) -> Releases:
-    """The server's view (Sec. 2.2, eq. 7): each of the first (at most 20) evaluated images of a task is released
-    ``cfg.releases`` times (``K``) as dithered features ``X = a_theta + Z``, ``Z ~ N(0, sigma^2 I)`` (torch
+    """The server's view (Sec. 2.2, eq. 7): each of the first ``cfg.attack_images`` evaluated images of a task is
+    released ``cfg.releases`` times (``K``) as dithered features ``X = a_theta + Z``, ``Z ~ N(0, sigma^2 I)`` (torch
     generator ``cfg.seed + 7``)."""
-    n = min(task.examples, 20)
+    n = min(task.examples, cfg.attack_images)
     K = cfg.releases
     theta = task.x_eval[:n]
     lo = normalised(torch.tensor(0.0), *task.norm).item()
