@@ -218,24 +218,25 @@ def _training_step(name: str, epochs: int, images: int, macs: float, parameter: 
 HCR_RANK_IMAGES = 32
 #: Downloads (bytes): the four MNIST ``*-ubyte.gz`` files and CIFAR-10's ``cifar-10-python.tar.gz``.
 MNIST_BYTES, CIFAR10_BYTES = 11_594_722, 170_498_071
-#: Training images: MNIST's and CIFAR-10's training splits, and the digits' (the HCR chapter's split of 1,797).
-MNIST_TRAIN, CIFAR10_TRAIN, DIGITS_TRAIN = 60_000, 50_000, 1297
+#: Training images: MNIST's and CIFAR-10's training splits, the digits' (the HCR chapter's split of 1,797) and the
+#: shipped MNIST digits' (``data.mnist_digits``: 8,000 of 10,000).
+MNIST_TRAIN, CIFAR10_TRAIN, DIGITS_TRAIN, MNIST_DIGITS_TRAIN = 60_000, 50_000, 1297, 8000
 #: torchvision's ImageNet weights (bytes) and forward cost (GMACs, its ``_ops`` figures) of the HCR ImageNet networks.
 IMAGENET_NETWORKS = {"resnet18": (46_830_571, 1.81), "swin_t": (113_400_000, 4.49)}
 
 
 def hcr_solves(cfg) -> dict[str, int]:
     """LSQR solves (one image, one restart, one repetition) of each task of the HCR chapter: ``examples x R x`` the
-    repetitions of its runs (``hcr.run_bounds``: the main and the limit run, the sweep below the main run's ``i``,
-    and for the grayscale MLP the two fixed-tolerance runs)."""
+    repetitions of its runs (``hcr.run_bounds``: the main and the limit run on every bounded image; on the first
+    ``sweep_examples`` of them the sweep below the main run's ``i``, and for the grayscale MLP the two
+    fixed-tolerance runs)."""
     i_max = max(cfg.power_iterations)
     out = {}
     for task, examples, (i_main, i_limit) in (("gray", cfg.gray_examples, (i_max, i_max)),
                                               ("gray_cnn", cfg.gray_cnn_examples, (i_max, i_max)),
                                               ("colour", cfg.colour_examples, (min(6, i_max), min(4, i_max)))):
-        repetitions = i_main + i_limit + sum(i for i in cfg.power_iterations if i < i_main)
-        repetitions += 2 * i_main if task == "gray" else 0
-        out[task] = examples * cfg.num_restarts * repetitions
+        sweep = sum(i for i in cfg.power_iterations if i < i_main) + (2 * i_main if task == "gray" else 0)
+        out[task] = cfg.num_restarts * (examples * (i_main + i_limit) + cfg.sweep_images(examples) * sweep)
     return out
 
 
@@ -250,7 +251,7 @@ def _hcr(cfg):
 
     module = chapters.chapter("hcr").module
     book_solves = sum(hcr_solves(module.settings("book", device="cpu")).values())
-    gray_side, colour_side = (28 if cfg.gray_data == "mnist" else 8), (32 if cfg.colour_data == "cifar10"
+    gray_side, colour_side = (8 if cfg.gray_data == "digits" else 28), (32 if cfg.colour_data == "cifar10"
                                                                          else cfg.colour_resolution)
     gray = _meta(lambda: models.MnistMLP(1, gray_side, 10, hidden=cfg.gray_hidden))
     colour = _meta(lambda: models.CifarCNN(3, colour_side, 10, widths=cfg.colour_widths, hidden=cfg.colour_hidden))
@@ -274,7 +275,7 @@ def _hcr(cfg):
             steps.append(Step(f"HCR bounds, {task}", solves[task], "LSQR solves", book_seconds / book_solves,
                               f"estimate: the book run's {book_seconds} s (SECONDS) over its {book_solves:,} solves: "
                               "an upper bound", f"{examples} x num_restarts x power_iterations", on_cpu=True))
-    gray_images = MNIST_TRAIN if cfg.gray_data == "mnist" else DIGITS_TRAIN
+    gray_images = {"mnist": MNIST_TRAIN, "mnist_digits": MNIST_DIGITS_TRAIN, "digits": DIGITS_TRAIN}[cfg.gray_data]
     colour_images = CIFAR10_TRAIN if cfg.colour_data == "cifar10" else 7 * cfg.colour_per_class
     steps += [_training_step("training the grayscale MLP and CNN", cfg.gray_epochs, gray_images,
                              forward_macs(gray, (1, gray_side, gray_side))
