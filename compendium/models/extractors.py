@@ -1,4 +1,4 @@
-"""The frozen feature extractor of the transfer-learning chapter (its "pre-trained base", Appendix D.1 of Maciazek &
+"""The frozen feature extractor of the transfer-learning chapter (its pre-trained base model, Appendix D.1 of Maciazek &
 Allison 2025) as the attack uses it: deep features of images, computed in batches and once per pool, and the
 authors' VGGtiny weights read from their file."""
 from __future__ import annotations

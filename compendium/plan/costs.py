@@ -309,12 +309,13 @@ def _hcr(cfg):
 # ---------------------------------------------------------------------------------------------------------------
 # transfer-learned networks
 # ---------------------------------------------------------------------------------------------------------------
-#: The reconstructed images (channels, side) of each data set (the digits 8 x 8, MNIST resized to 32 x 32, CelebA's
-#: faces at 64 x 64: the chapter's ``pools`` and ``CELEBA_RESOLUTION``).
-TRANSFER_IMAGES = {"digits": (1, 8), "mnist": (1, 32), "cifar10": (3, 32), "celeba": (3, 64)}
+#: The reconstructed images (channels, side) of each data set (the digits 8 x 8, the shipped MNIST digits 28 x 28, MNIST
+#: resized to 32 x 32, CelebA's faces at 64 x 64: the chapter's ``pools`` and ``CELEBA_RESOLUTION``).
+TRANSFER_IMAGES = {"digits": (1, 8), "mnist_digits": (1, 28), "mnist": (1, 32), "cifar10": (3, 32), "celeba": (3, 64)}
 #: Pools held in memory (images): MNIST's (EMNIST letters' 124,800 training images, MNIST's 60,000 + 10,000) and
-#: CIFAR's (CIFAR-100's 50,000 training images, CIFAR-10's 50,000 + 10,000), as float32; the digits' 1,797.
-TRANSFER_POOL_IMAGES = {"digits": 1797, "mnist": 124_800 + 70_000, "cifar10": 50_000 + 60_000}
+#: CIFAR's (CIFAR-100's 50,000 training images, CIFAR-10's 50,000 + 10,000), as float32; the digits' 1,797; the shipped
+#: Fashion-MNIST subset's 10,000 and MNIST digits' 10,000.
+TRANSFER_POOL_IMAGES = {"digits": 1797, "mnist_digits": 20_000, "mnist": 124_800 + 70_000, "cifar10": 50_000 + 60_000}
 #: CelebA (Section 3.1): the adversary's "train+valid" photos and the victims' "test" ones, and what one holds in
 #: memory: a 64 x 64 face (uint8 for training, float32 for validation) and 2,048 float32 features.
 CELEBA_TRAIN, CELEBA_TEST = 182_637, 19_962
@@ -349,7 +350,8 @@ def transfer_runs(cfg) -> list[TransferRun]:
     the CelebA experiment and the DP-SGD sweep; ``store`` names the heads (as ``run_attack`` names its folder), so
     that attacks on the same heads share them."""
     tl = chapters.chapter("transfer_learned").module
-    features = {row: f for f, row, _ in tl.PAPER_EXTRACTOR_FEATURES.values()} | {"digits": cfg.extractor_hidden}
+    features = {row: f for f, row, _ in tl.PAPER_EXTRACTOR_FEATURES.values()} | {
+        "digits": cfg.extractor_hidden, "mnist_digits": cfg.extractor_hidden}
     std = cfg.head_init_std
 
     def run(label, n, *, heads=None, steps=None, init_std=None, binary=False, canonical=False, variant=None,

@@ -22,6 +22,7 @@ CIFAR-100 fine-tuned checkpoint); the 2.56 million training heads per ``N`` are 
 (:mod:`compendium.attacks.shadow_store`); the reconstructor is Table 2's generator, trained with LPIPS for CIFAR.
 ``dataset="digits"`` keeps the digits at the paper's counts (no download).
 """
+from compendium.attacks.transfer_heads import code_epsilon  # noqa: F401 (the exercises' epsilon)
 from compendium.chapters.transfer_learned.claims import *  # noqa: F403
 from compendium.chapters.transfer_learned.experiments import *  # noqa: F403
 from compendium.chapters.transfer_learned.results import *  # noqa: F403

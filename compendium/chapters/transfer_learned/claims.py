@@ -19,6 +19,7 @@ from compendium.chapters.transfer_learned.settings import (
     PAPER_DEFENCE_ACCURACY_COST,
     PAPER_DEFENDED_EPSILON,
     PAPER_HEAD_ACCURACY,
+    PAPER_MNIST_POOLS,
     PAPER_SHADOW_TRAIN,
     PAPER_TABLE1,
     PAPER_TABLE2_D_THETA,
@@ -46,8 +47,8 @@ def _rates(experiment: str, n: int) -> str:
     return f"{tpr:.3f}, {fpr:.3f} and {tpr01:.3f} at $N={n}$"
 
 
-_DIGITS = ("the MNIST experiment on the data, image size and scale that open the finding (scikit-learn's digits at "
-           "`ci` and `book` scale)")
+_DIGITS = ("the MNIST experiment on the data, image size and scale that open the finding (real 28×28 MNIST digits "
+           "at `book` scale, scikit-learn's 8×8 digits at `ci`)")
 
 
 _HEADS = f"{PAPER_SHADOW_TRAIN / 1e6:g} million shadow heads per run and Table 2's generator (GPU days)"
@@ -77,7 +78,9 @@ CLAIMS = (
           f"The nearest-neighbour thresholds $\\tau_{{NN}}$ are {PAPER_TAU_NN['MNIST']}, {PAPER_TAU_NN['CIFAR']} and "
           f"{PAPER_TAU_NN['CelebA']} for MNIST, CIFAR-10 and CelebA.", "{prf:ref}`tl-def1`", NOT_HERE,
           reason="MNIST, CIFAR-10 and CelebA are downloaded at `paper` scale only, where the chapter computes "
-                 "$\\tau_{NN}$ the same way; at `ci` and `book` scale it is the digits' own"),
+                 f"$\\tau_{{NN}}$ the same way (MNIST at 32×32 from its {PAPER_MNIST_POOLS['train']:,} training "
+                 "images); at `ci` and `book` scale it is that of the digits that run, at their size and from a "
+                 "smaller pool"),
     Claim("tl-table1", "Table 1, MNIST row; Sec. 3.2 (2)", "table",
           f"TPR and FPR at $\\tau_{{NN}}$ and TPR at FPR = 0.01 of {_rates('MNIST', 10)} and "
           f"{_rates('MNIST', 40)}: the attack works at $N=10$, and its FPR grows with $N$.", "{ref}`tl-table1`",
@@ -146,8 +149,8 @@ CLAIMS = (
           f"A reconstructor trained on shadow heads of out-of-distribution data (CIFAR-100 with random labels) still "
           f"attacks CIFAR-10 heads: TPR {PAPER_VARIANTS[OOD]['CIFAR'][0]:.1%} and FPR "
           f"{PAPER_VARIANTS[OOD]['CIFAR'][1]:.1%} at $\\tau_{{NN}}$.", "{ref}`tl-factors`", IN_SHAPE,
-          reason=f"{_DIGITS}; the adversary's shadow data is the pre-training pool with random labels (digits turned "
-                 f"by 90° at `book` scale, EMNIST letters or CIFAR-100 at `paper` scale): its TPR at FPR = 0.01 is "
+          reason=f"{_DIGITS}; the adversary's shadow data is the pre-training pool with random labels (Fashion-MNIST "
+                 f"at `book` scale, EMNIST letters or CIFAR-100 at `paper` scale): its TPR at FPR = 0.01 is "
                  f"above chance by more than {CHANCE_SE:g} standard errors"),
     Claim("tl-dp-rate", "Sec. 4, App. E", "statement",
           "DP-SGD runs on batches of $N-1$, a sampling rate of $(N-1)/N$.", "{ref}`tl-dp`", DIFFERS, erratum=2),
@@ -254,14 +257,24 @@ class RunCard(Card):
         run = self.identity_run if key in IDENTITY_CLAIMS else self.run
         super().check(key, holds=holds, found=f"{run}: {found}")
 
+    def record(self, key: str, verdict: tuple[bool, str] | None, *, scale: str, runs: str) -> None:
+        """Record a verdict ``(holds, found)`` of a sweep (:meth:`check`), or, where ``verdict`` is ``None`` (the
+        sweep does not run at ``scale``), that the check is not run: only ``runs`` (e.g. ``"book and paper scale"``)
+        run it."""
+        if verdict is None:
+            self.not_run(key, why=f"not run at `{scale}` scale (a sweep of whole attacks that {runs} run)")
+        else:
+            self.check(key, holds=verdict[0], found=verdict[1])
+
 
 #: The data sets' names in a finding.
-DATA_NAMES = {"digits": "scikit-learn's digits", "mnist": "MNIST", "cifar10": "CIFAR-10", "celeba": "CelebA"}
+DATA_NAMES = {"digits": "scikit-learn's digits", "mnist_digits": "real MNIST digits (8,000 / 2,000 shipped)",
+              "mnist": "MNIST", "cifar10": "CIFAR-10", "celeba": "CelebA"}
 
 
 def run_description(dataset: str, images, scale: str) -> str:
     """What a finding was made on: the data set, the size of its images (``images``: (B, C, H, W)) and the scale,
-    e.g. ``"scikit-learn's digits, 8×8, `book` scale"``."""
+    e.g. ``"real MNIST digits (8,000 / 2,000 shipped), 28×28, `book` scale"``."""
     height, width = images.shape[-2:]
     return f"{DATA_NAMES[dataset]}, {height}×{width}, `{scale}` scale"
 
@@ -283,7 +296,7 @@ def variant_verdicts(variants: pd.DataFrame) -> dict[str, tuple[bool, str] | Non
     * ``tl-adam``: Adam lowers the TPR at ``tau_NN`` by more than :data:`SIGNIFICANT_SE` standard errors of the
       difference ("slightly lower success"), and its TPR at FPR = 0.01 stays :data:`CHANCE_SE` above chance;
     * ``tl-recipes``: one epoch, 512 epochs and mini-batches move neither the TPR nor the FPR at ``tau_NN`` by more
-      than :data:`SIGNIFICANT_SE` standard errors of the difference ("no significant changes");
+      than :data:`SIGNIFICANT_SE` standard errors of the difference (the paper has "not observed significant changes");
     * ``tl-ood``: the out-of-distribution adversary's TPR at FPR = 0.01 lies :data:`CHANCE_SE` above chance."""
     verdicts: dict[str, tuple[bool, str] | None] = {"tl-adam": None, "tl-recipes": None, "tl-ood": None}
     if not len(variants):

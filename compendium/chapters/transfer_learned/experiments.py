@@ -62,6 +62,10 @@ def pools(cfg: Settings) -> Pools:
 
     * ``digits``: scikit-learn's digits, permuted by ``numpy.random.default_rng(cfg.seed)`` and cut into 500 / 800 /
       497 images (the 0-16 gray levels ``X`` to ``X / 8 - 1``);
+    * ``mnist_digits`` (offline, 28x28): the shipped Fashion-MNIST subset's 10,000 training images
+      (:func:`compendium.data.fashion_mnist_subset`; a 28x28 domain other than the digits, as the paper's EMNIST
+      letters) / the 8,000 ``"train"`` / the 2,000 ``"test"`` digits of :func:`compendium.data.mnist_digits`, split by
+      ``cfg.seed``;
     * ``mnist``: EMNIST letters (train split, 26 classes) / MNIST train / MNIST test, resized to 32x32 (bilinear,
       antialiased, as the authors' ``Resize(32, antialias=True)``);
     * ``cifar10``: CIFAR-100 train (100 classes) / CIFAR-10 train / CIFAR-10 test.
@@ -74,6 +78,10 @@ def pools(cfg: Settings) -> Pools:
         x, y = 2 * x[perm] - 1, y[perm]
         a, b = POOL_SIZES["pretrain"], POOL_SIZES["pretrain"] + POOL_SIZES["train"]
         return Pools((x[:a], y[:a]), (x[a:b], y[a:b]), (x[b:], y[b:]))
+    if cfg.dataset == "mnist_digits":
+        parts = (data.fashion_mnist_subset("train"), data.mnist_digits("train", cfg.seed),
+                 data.mnist_digits("test", cfg.seed))
+        return Pools(*((2 * x - 1, y) for x, y in parts))
     root = in_repository(cfg.data_dir)
     if cfg.dataset == "mnist":
         def mnist32(x):
@@ -88,10 +96,13 @@ def pools(cfg: Settings) -> Pools:
 
 
 def feature_extractor(cfg: Settings, pool: Pools, progress: bool = False) -> Extractor:
-    """The "pre-trained base" (Appendix D.1).
+    """The pre-trained base model whose frozen features the heads are trained on (Appendix D.1).
 
     * ``digits``: an MLP (64 -> F -> F -> 10, ReLU) trained with AdamW on the pre-training pool only; its post-ReLU
-      penultimate layer is the ``F``-dimensional deep feature;
+      penultimate layer is the ``F``-dimensional deep feature; its accuracy is on the validation pool (the same task);
+    * ``mnist_digits``: the same MLP on 28x28 inputs (784 -> F -> F -> 10) trained on the Fashion-MNIST pool only, as
+      the paper's VGGtiny on EMNIST letters: another domain, so its accuracy is on Fashion-MNIST's shipped test
+      subset (its own task), not on the digits;
     * ``mnist``: the paper's VGGtiny trained on EMNIST letters (Adam, lr 1e-4, batches of 256, ``cfg.extractor_epochs``
       epochs; the authors' random-affine augmentation is left out), or loaded from the authors'
       ``VGGtiny_classifier_EMNIST_50EP.pth`` given as ``cfg.extractor_checkpoint``; 256 features; with a
@@ -123,13 +134,18 @@ def feature_extractor(cfg: Settings, pool: Pools, progress: bool = False) -> Ext
             model.load_authors_state_dict(vggtiny_checkpoint(cfg.extractor_checkpoint))
         model.to(device).eval().requires_grad_(False)
         return Extractor(model, math.nan, time.perf_counter() - start)  # letters, not digits: no head accuracy
-    model = models.MnistMLP(1, 8, NUM_CLASSES, hidden=cfg.extractor_hidden, generator=seeded())
+    side = pool.pretrain[0].shape[-1]  # 8 (the digits) or 28 (Fashion-MNIST)
+    model = models.MnistMLP(1, side, NUM_CLASSES, hidden=cfg.extractor_hidden, generator=seeded())
     train.train_classifier(model, pool.pretrain, cfg.extractor_epochs, generator=seeded(), device=cfg.device,
-                           progress=progress)
+                           progress=progress, batch_size=32 if cfg.dataset == "digits" else 128)
     seconds = time.perf_counter() - start
     model.eval().requires_grad_(False)
-    accuracy = train.accuracy(model, pool.validation[0].to(device), pool.validation[1].to(device))
-    return Extractor(model, accuracy, seconds)
+    if cfg.dataset == "digits":
+        x, y = pool.validation
+    else:  # its own task's held-out images
+        x, y = data.fashion_mnist_subset("test")
+        x = 2 * x - 1
+    return Extractor(model, train.accuracy(model, x.to(device), y.to(device)), seconds)
 
 
 #: CelebA's faces are reconstructed at 64 x 64 (Section 3.1); its photos are read this many at a time.
@@ -204,22 +220,29 @@ def attack_recipe(cfg: Settings, spec: Attack) -> HeadRecipe:
     return dataclasses.replace(recipe, max_attempts=cfg.identity_max_attempts) if spec.identity else recipe
 
 
+#: The validation heads' random stream: ``cfg.seed * 1000 + N + VALIDATION_STREAM`` (the training heads' is
+#: ``cfg.seed * 1000 + N``).
+VALIDATION_STREAM = 500
+
+
 def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, spec: Attack, *, progress: bool = True
                ) -> AttackResult:
     """The whole attack ``spec`` (an :class:`~compendium.attacks.transfer_heads.Attack`, which says what is attacked,
-    how the victims train and what the adversary does): Algorithm 1 on the training pool (``spec.shadow_train`` heads,
-    default ``cfg.shadow_train``, ``cfg.identity_shadow_train`` for the identity task) and on the validation pool
-    (``cfg.shadow_val`` heads; with ``cfg.disjoint_validation`` as many sets without a shared image as the pool holds,
-    at most that many), the weight statistics, the reconstructor trained with Eq. (3) for ``spec.steps`` Adam steps
-    (default ``cfg.reconstructor_steps``, ``cfg.identity_steps`` for the identity task; rounded up to whole passes over
-    the heads), and Algorithm 3's tables ``H0``, ``H1`` with ``H1*``.  Every draw comes from generators seeded by
-    ``cfg.seed`` and the set size, so the same attack gives the same numbers.  DP-SGD clips at
-    ``cfg.dp_max_grad_norm``.  With ``spec.ood`` the adversary's shadow sets and the reconstructor's targets come from
-    :func:`out_of_distribution_pool`, while ``tau_NN`` and the prior draws of ``H1*`` stay those of the data
-    distribution.  The identity task's reconstructor is the paper's CelebA one: unconditional, trained and scored
-    against the identity's ``M`` images only.  With ``spec.curves`` the reconstructor is scored after every pass over
-    the heads (:func:`training_curves`): the validation heads' Eq. (3) loss and TPR at FPR = 0.01, the latter against
-    surrogate draws from a generator of their own, so that the run's numbers do not change."""
+    how the victims train and what the adversary does): Algorithm 1 on the training pool (``spec.shadow_train``
+    heads, default ``cfg.shadow_train``, ``cfg.identity_shadow_train`` for the identity task) and on the validation
+    pool (``cfg.shadow_val`` heads; with ``cfg.disjoint_validation`` as many sets without a shared image as the pool
+    holds, at most that many), the weight statistics, the reconstructor trained with Eq. (3) for ``spec.steps`` Adam
+    steps (default ``cfg.reconstructor_steps``, ``cfg.identity_steps`` for the identity task; rounded up to whole
+    passes over the heads), and Algorithm 3's tables ``H0``, ``H1`` with ``H1*``. Every draw comes from generators
+    seeded by ``cfg.seed`` and the set size, so the same attack gives the same numbers; the validation heads' from
+    one of their own (:data:`VALIDATION_STREAM`), so that every attack at the same ``N`` and task has the same
+    victims' sets. DP-SGD clips at ``cfg.dp_max_grad_norm``. With ``spec.ood`` the adversary's shadow sets and the
+    reconstructor's targets come from :func:`out_of_distribution_pool`, while ``tau_NN`` and the prior draws of
+    ``H1*`` stay those of the data distribution. The identity task's reconstructor is the paper's CelebA one:
+    unconditional, trained and scored against the identity's ``M`` images only. With ``spec.curves`` the
+    reconstructor is scored after every pass over the heads (:func:`training_curves`): the validation heads' Eq. (3)
+    loss and TPR at FPR = 0.01, the latter against surrogate draws from a generator of their own, so that the run's
+    numbers do not change."""
     if not isinstance(spec, Attack):
         raise ValueError(f"spec={spec!r}; allowed: an Attack (compendium.attacks.transfer_heads.Attack)")
     identity, binary, canonical, variant, ood = spec.identity, spec.binary, spec.canonical, spec.variant, spec.ood
@@ -259,7 +282,10 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, spec: Attack, *
     disjoint = cfg.disjoint_validation and not identity  # the authors' validation sets share no image
     val_count = min(cfg.shadow_val, attack.disjoint_set_count(val_y, per_class=set_size // NUM_CLASSES,
                                                               num_classes=NUM_CLASSES)) if disjoint else cfg.shadow_val
-    val_sets, val_weights = shadow_heads(feats_val, val_y, recipe, count=val_count, generator=generator,
+    # the victims from a stream of their own: every attack at this N (other training heads, DP-SGD, another recipe)
+    # attacks heads on the same sets, from the same initial weights
+    val_generator = torch.Generator().manual_seed(cfg.seed * 1000 + set_size + VALIDATION_STREAM)
+    val_sets, val_weights = shadow_heads(feats_val, val_y, recipe, count=val_count, generator=val_generator,
                                        device=cfg.device, canonical=canonical, disjoint=disjoint, **dp_options)
     seconds["shadow heads"] = time.perf_counter() - start
     scores = identity_head_scores(val_weights, feats_val, val_y, val_sets, recipe) if identity else {}
@@ -359,8 +385,8 @@ def dp_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: Attack
     noise level with epsilon (PRV and RDP at the code's q = 1/2, and PRV at the stated q), the heads' test accuracy,
     TPR*, FPR* and TPR at FPR = 0.01.  ``reference`` (the non-private attack at the same ``N``) is the first row.
     Also returns Figs. 5 and 16's counterpart: per noise multiplier (0 for the reference), the
-    :func:`reconstruction_examples` of the first ``examples`` validation heads (the same sets at every noise level;
-    the reference's are its own)."""
+    :func:`reconstruction_examples` of the first ``examples`` validation heads, trained on the same sets at every
+    noise level and in the reference (:data:`VALIDATION_STREAM`)."""
     recipe = HeadRecipe.of(cfg.dataset, cfg.dp_set_size, cfg.init_std)
     rows = [{"noise multiplier": 0.0, "eps_prv": math.inf, "eps_rdp": math.inf, "eps_prv_stated_q": math.inf,
              **_rates_row(reference)}]
@@ -419,7 +445,7 @@ def variant_sweep(cfg: Settings, pool: Pools, extractor: Extractor, progress: bo
     scale: the rows compare with each other, not with Table 1); one row per change with the heads' gradient steps,
     the rates (with the binomial standard errors of TPR*, FPR* and of the TPR at FPR = 0.01), the heads' test
     accuracy, and the paper's TPR and FPR at ``tau_NN`` where it gives them (Table 1 for Table 3's recipe,
-    :data:`PAPER_VARIANTS`; for the epochs and mini-batches the paper reports "no significant changes").  Without
+    :data:`PAPER_VARIANTS`; for the epochs and mini-batches the paper observed no significant changes).  Without
     changes (``ci``) nothing runs and the table is empty."""
     experiment = PAPER_ROW[cfg.dataset]
     changes = [*cfg.training_variants, *([OOD] if cfg.ood else [])]
@@ -442,8 +468,9 @@ def variant_sweep(cfg: Settings, pool: Pools, extractor: Extractor, progress: bo
 def out_of_distribution_pool(cfg: Settings, pool: Pools) -> tuple[torch.Tensor, torch.Tensor]:
     """Section 3.2, point 8: an adversary whose prior is not the victims'.  The paper trains its shadow heads on
     CIFAR-100 images with random balanced labels 0-9 and attacks CIFAR-10 heads; here the images of the pre-training
-    pool (CIFAR-100 for ``cifar10``, EMNIST letters for ``mnist``; for the ``digits``, digits the attack never sees,
-    turned by 90 degrees so that they are other symbols) with labels ``randperm % 10`` (seeded by ``cfg.seed``)."""
+    pool (CIFAR-100 for ``cifar10``, EMNIST letters for ``mnist``, Fashion-MNIST for ``mnist_digits``; for the
+    ``digits``, digits the attack never sees, turned by 90 degrees so that they are other symbols) with labels
+    ``randperm % 10`` (seeded by ``cfg.seed``)."""
     images = pool.pretrain[0]
     if cfg.dataset == "digits":
         images = torch.rot90(images, 1, dims=(-2, -1)).contiguous()

@@ -8,7 +8,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
-from scipy import optimize
 
 from compendium import plotting, validation
 from compendium.attacks import shadow_reconstructor as attack
@@ -17,22 +16,35 @@ from compendium.attacks.transfer_heads import (
     RESTART_LOSS,
     AttackResult,
     HeadRecipe,
-    code_epsilon,
-    epsilons,
     phi_fits,
 )
 from compendium.bounds import transfer_learned as roc
 from compendium.chapters.transfer_learned.settings import (
     GAMMA,
-    PAPER_DEFENDED_EPSILON,
     PAPER_EXTRACTOR_FEATURES,
     PAPER_HEAD_ACCURACY,
-    PAPER_README_EPSILONS,
     PAPER_ROW,
     PAPER_TABLE1,
     PAPER_TABLE5,
 )
 from compendium.data import Pools
+
+
+def data_phrase(dataset: str, pool: Pools) -> str:
+    """The data a run attacks, as a phrase for the prose (pasted with ``glue``, so that it names what ran): the
+    victims' and the adversary's pools and what pre-trained the extractor, with their sizes and image size."""
+    side = pool.train[0].shape[-1]
+    sizes = {name: f"{len(getattr(pool, name)[1]):,}" for name in ("pretrain", "train", "validation")}
+    if dataset == "mnist_digits":
+        return (f"real MNIST digits at {side}×{side}, {sizes['train']} for the adversary's shadow sets and "
+                f"{sizes['validation']} for the victims, on a feature extractor pre-trained on {sizes['pretrain']} "
+                "Fashion-MNIST images")
+    if dataset == "digits":
+        return (f"scikit-learn's digits at {side}×{side}, {sizes['train']} for the adversary's shadow sets and "
+                f"{sizes['validation']} for the victims, on a feature extractor pre-trained on {sizes['pretrain']} "
+                "other digits")
+    return (f"{dataset} at {side}×{side}, {sizes['train']} images for the adversary's shadow sets and "
+            f"{sizes['validation']} for the victims")
 
 
 def table1(results: list[AttackResult], dataset: str = "digits") -> pd.DataFrame:
@@ -308,33 +320,18 @@ def reconstruction_grid(rows: dict[str, tuple[torch.Tensor, torch.Tensor, torch.
         labels += [label, "nearest"]
         frames += [hit.tolist(), [False] * len(hit)]
     columns = [str(c) for c in range(NUM_CLASSES)] if columns is None else columns
-    return plotting.image_grid(torch.stack(images), labels, columns, title=title, size=0.62, frames=frames)
+    # the page's width for ten images: a 28x28 digit at about 0.7 inch, its strokes legible
+    return plotting.image_grid(torch.stack(images), labels, columns, title=title, size=plotting.WIDTH / NUM_CLASSES,
+                               frames=frames)
 
 
 def quoted_numbers() -> dict[str, float]:
-    """The numbers the prose quotes that no step of the pipeline computes (the exercise solutions', and the
-    errata's), keyed for ``glue``.
-
-    Exercise 1: the constant attack's TPR ``1 - (1 - kappa)^N`` at ``kappa = 0.01`` for ``N = 10, 40, 100``
-    (:func:`roc.baseline_tpr`), the largest ``kappa = 1 - (1 - gamma)^(1/40)`` that keeps it at the paper's
-    ``gamma`` for ``N = 40``, and the TPR there.  Exercise 3: the noise multiplier at which the code's DP-SGD
-    (``q = 1/2``, MNIST's recipe at ``N = 10``) reaches the paper's defended epsilon (PRV accountant, by Brent's
-    method), the epsilon of the same noise under the stated rate, and the two entries of the authors' README table
-    that bracket it.
-    """
+    """The numbers the exercises' solutions quote that no step of the pipeline computes, keyed for ``glue`` (the
+    notebook's ``answers`` cell): Exercise 1's constant attack, ``1 - (1 - kappa)^N`` at ``kappa = 0.01`` for
+    ``N = 10, 40, 100`` (:func:`roc.baseline_tpr`), and the largest ``kappa = 1 - (1 - gamma)^(1/40)`` that keeps it
+    at the paper's ``gamma`` for ``N = 40``."""
     numbers = {f"tl_ex1_tpr_{n}": float(roc.baseline_tpr(0.01, n)) for n in (10, 40, 100)}
-    kappa = 1 - (1 - GAMMA) ** (1 / 40)
-    numbers |= {"tl_ex1_kappa_max": kappa, "tl_ex1_tpr_at_max": float(roc.baseline_tpr(kappa, 40))}
-    recipe, target = HeadRecipe.of("mnist", 10), PAPER_DEFENDED_EPSILON[("MNIST", 10)]
-    table = PAPER_README_EPSILONS[("mnist", 10)]
-    below = max((s for s, eps in table.items() if eps <= target), key=lambda s: table[s])
-    above = min((s for s, eps in table.items() if eps >= target), key=lambda s: table[s])
-    # the README's two entries bracket the root (more noise, smaller epsilon)
-    sigma = optimize.brentq(lambda s: code_epsilon(recipe, s) - target, above, below, xtol=1e-3)
-    stated = epsilons(recipe, sigma)["eps_prv_stated_q"]
-    return numbers | {"tl_ex3_sigma": sigma, "tl_ex3_eps_stated": stated, "tl_ex3_excess": stated / target - 1,
-                      "tl_ex3_readme_sigma_low": below, "tl_ex3_readme_eps_low": float(table[below]),
-                      "tl_ex3_readme_sigma_high": above, "tl_ex3_readme_eps_high": float(table[above])}
+    return numbers | {"tl_ex1_kappa_max": 1 - (1 - GAMMA) ** (1 / 40)}
 
 
 def identity_findings(numbers: dict[str, float]) -> str:

@@ -16,6 +16,8 @@ from compendium.chapters.base import Settings as _Settings
 from compendium.chapters.base import resolve
 
 POOL_SIZES = {"pretrain": 500, "train": 800, "validation": 497}  # the digits' three pools (:func:`pools`)
+#: The paper's MNIST pools (Appendix D): the adversary's (MNIST's training split) and the victims' (its test split).
+PAPER_MNIST_POOLS = {"train": 60_000, "validation": 10_000}
 
 
 #: Table 3's CIFAR-10 init std as printed; ``settings(init_std=PAPER_TABLE3_CIFAR_INIT_STD)`` runs it.
@@ -43,7 +45,8 @@ PAPER_TABLE5 = {10: {"accuracy": (0.914, 0.037), "TPR": (0.434, 0.286), "TNR": (
                 40: {"accuracy": (0.935, 0.030), "TPR": (0.645, 0.216), "TNR": (0.967, 0.022)}}
 
 
-PAPER_ROW = {"digits": "MNIST", "mnist": "MNIST", "cifar10": "CIFAR"}  # the paper's experiment beside each dataset
+#: The paper's experiment beside each dataset.
+PAPER_ROW = {"digits": "MNIST", "mnist_digits": "MNIST", "mnist": "MNIST", "cifar10": "CIFAR"}
 
 
 #: Section 2's nearest-neighbour thresholds tau_NN (MNIST at the reconstruction resolution 32x32, CelebA at 64x64).
@@ -103,8 +106,8 @@ GAMMA = 0.015
 
 
 #: Standard errors (of a difference of two rates) beyond which the chapter calls a change of the attack's rates
-#: significant, as the paper's "no significant changes" (Section 3.2, points 5 and 7) is read: about a 5 % two-sided
-#: test for each comparison.
+#: significant, as the paper's "We have not observed significant changes" (Section 3.2, points 5 and 7) is read:
+#: about a 5 % two-sided test for each comparison.
 SIGNIFICANT_SE = 2.0
 
 
@@ -147,23 +150,23 @@ def paper_numbers() -> dict[str, float]:
 SCALES = {
     "ci": dict(dataset="digits", data_dir="data", shadow_dir=None, reconstructor="mlp", extractor_checkpoint=None,
                set_sizes=(10, 40), shadow_train=4000, shadow_val=200, reconstructor_steps=3000,
-               unconditional_steps=500, hidden=512, extractor_epochs=60, extractor_hidden=64, init_std=None,
+               unconditional_steps=300, hidden=512, extractor_epochs=40, extractor_hidden=64, init_std=None,
                shadow_counts=(), init_stds=(), binary_variants=(), training_variants=(), ood=False,
                variant_shadow_train=2000, variant_reconstructor_steps=1000, identity_set_sizes=(10,),
                identity_shadow_train=1000, identity_steps=300, identity_max_attempts=5, identity_dataset=None,
                identity_checkpoint=None, identity_hidden=512, dp_set_size=10,
-               dp_noise_multipliers=(8.0,), dp_max_grad_norm=10.0, dp_shadow_train=2000, dp_reconstructor_steps=1000,
-               readme_entries=2, disjoint_validation=False),
-    "book": dict(dataset="digits", data_dir="data", shadow_dir=None, reconstructor="mlp", extractor_checkpoint=None,
-                 set_sizes=(10, 40), shadow_train=20_000, shadow_val=1000, reconstructor_steps=10_000,
-                 unconditional_steps=4000, hidden=512, extractor_epochs=60, extractor_hidden=64, init_std=None,
-                 shadow_counts=(1000, 5000), init_stds=(0.2,), binary_variants=(False, True),
-                 training_variants=tuple(TRAINING_VARIANTS), ood=True, variant_shadow_train=5000,
-                 variant_reconstructor_steps=3000, identity_set_sizes=(10, 40), identity_shadow_train=10_000,
-                 identity_steps=3000, identity_max_attempts=5, identity_dataset=None, identity_checkpoint=None,
-                 identity_hidden=512, dp_set_size=10,
+               dp_noise_multipliers=(8.0,), dp_max_grad_norm=10.0, dp_shadow_train=2000, dp_reconstructor_steps=500,
+               readme_entries=1, disjoint_validation=False),
+    "book": dict(dataset="mnist_digits", data_dir="data", shadow_dir=None, reconstructor="mlp",
+                 extractor_checkpoint=None, set_sizes=(10, 40), shadow_train=20_000, shadow_val=1000,
+                 reconstructor_steps=6000, unconditional_steps=2000, hidden=512, extractor_epochs=10,
+                 extractor_hidden=64, init_std=None, shadow_counts=(4000,), init_stds=(0.2,),
+                 binary_variants=(False, True), training_variants=tuple(TRAINING_VARIANTS), ood=True,
+                 variant_shadow_train=5000, variant_reconstructor_steps=2000, identity_set_sizes=(10, 40),
+                 identity_shadow_train=10_000, identity_steps=2000, identity_max_attempts=5, identity_dataset=None,
+                 identity_checkpoint=None, identity_hidden=512, dp_set_size=10,
                  dp_noise_multipliers=(0.25, 0.5, 1.0, 2.0), dp_max_grad_norm=10.0, dp_shadow_train=5000,
-                 dp_reconstructor_steps=4000, readme_entries=5, disjoint_validation=False),
+                 dp_reconstructor_steps=2000, readme_entries=5, disjoint_validation=False),
     "paper": dict(dataset="mnist", data_dir="data", shadow_dir="data/transfer-learned-shadow-heads",
                   reconstructor="residual", extractor_checkpoint=None, set_sizes=(10, 40), shadow_train=2_560_000,
                   shadow_val=10_000, reconstructor_steps=1_000_000, unconditional_steps=1_000_000, hidden=256,
@@ -183,8 +186,10 @@ SCALES = {
 class Settings(_Settings):
     """Settings of the transfer-learning chapter, one comment per field (the scales' values: :data:`SCALES`)."""
 
-    #: ``"digits"`` (offline), ``"mnist"`` or ``"cifar10"`` (the paper's; read from ``data_dir``, downloaded by
-    #: :func:`compendium.data.mnist` / :func:`~compendium.data.cifar10` only when asked).
+    #: ``"digits"`` (scikit-learn's 8x8 digits, offline; ``ci``), ``"mnist_digits"`` (10,000 real 28x28 MNIST digits
+    #: and a Fashion-MNIST subset shipped with the package, offline; ``book``), ``"mnist"`` or ``"cifar10"`` (the
+    #: paper's; read from ``data_dir``, downloaded by :func:`compendium.data.mnist` / :func:`~compendium.data.cifar10`
+    #: only when asked).
     dataset: str
     #: Where the paper's data sets are read from (and downloaded to, when asked).
     data_dir: str
@@ -210,10 +215,11 @@ class Settings(_Settings):
     unconditional_steps: int
     #: The reconstructor's width.
     hidden: int
-    #: The feature extractor's training epochs (the digits MLP's, VGGtiny's for MNIST; not used for CIFAR's
-    #: pre-trained EfficientNet).
+    #: The feature extractor's training epochs (the MLP's for the digits and the shipped MNIST digits, VGGtiny's for
+    #: MNIST; not used for CIFAR's pre-trained EfficientNet).
     extractor_epochs: int
-    #: The feature dimension of the digits MLP (VGGtiny and EfficientNet-B0 fix theirs at 256 and 1280).
+    #: The feature dimension of the MLP extractor of ``digits`` and ``mnist_digits`` (VGGtiny and EfficientNet-B0 fix
+    #: theirs at 256 and 1280).
     extractor_hidden: int
     #: The class heads' initial weight spread (``None``: the dataset's row of :data:`DATASETS`, MNIST's 0.002,
     #: CIFAR-10's 0.0002 as the authors' code; the CelebA task keeps its row's 0.0002).
@@ -276,9 +282,9 @@ class Settings(_Settings):
         if self.identity_checkpoint is not None and self.identity_source != "celeba":
             raise ValueError(f"identity_checkpoint={self.identity_checkpoint!r} with the CelebA experiment on "
                              f"{self.identity_source!r}; allowed: None (the checkpoint is CelebA's WideResNet-50-2)")
-        if self.dataset == "digits" and self.reconstructor == "residual":
-            raise ValueError("reconstructor='residual' with dataset='digits'; allowed: 'mlp' (Table 2's generator "
-                             "outputs 32x32 images, the digits are 8x8)")
+        if self.dataset in ("digits", "mnist_digits") and self.reconstructor == "residual":
+            raise ValueError(f"reconstructor='residual' with dataset={self.dataset!r}; allowed: 'mlp' (Table 2's "
+                             "generator outputs 32x32 images, the digits are 8x8 and the shipped MNIST digits 28x28)")
         if not isinstance(self.identity_set_sizes, tuple) or not self.identity_set_sizes or len(
                 set(self.identity_set_sizes)) < len(self.identity_set_sizes):
             raise ValueError(f"identity_set_sizes={self.identity_set_sizes!r}; allowed: a non-empty tuple of distinct "
