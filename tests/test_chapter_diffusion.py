@@ -323,8 +323,12 @@ def test_findings_record_without_stopping():
     assert findings.greater("a above b", 3.0, 1.0, 0.5) and not findings.greater("b above a", 1.0, 3.0, 0.5)
     assert findings.at_most("a within 2 SE", 1.5, 1.0, 0.3, k=2) and not findings.check("x", holds=False, found="")
     assert findings.table()["holds"].tolist() == ["yes", "no", "yes", "no"]
+    assert findings.outcome(0) == chapter.outcome(True) == "held" and findings.outcome() == chapter.outcome(False)
+    assert findings.not_run("c above d", why="the scale skips it") == "was not run (the scale skips it)"
+    assert findings.table().iloc[-1].tolist() == ["c above d", "not run", "the scale skips it"]
     few = chapter.Findings(targets=chapter.SE_TARGETS - 1)
     assert not few.greater("a above b", 3.0, 1.0, 0.5) and few.table()["holds"].tolist() == ["not run"]
+    assert few.outcome() == "was not run (too few targets for a standard error)"
     assert "8×8 digits" in chapter.scope(chapter.settings("book", device="cpu"))
     assert "3×256×256" in chapter.scope(chapter.settings("paper", device="cpu"))
 

@@ -58,17 +58,31 @@ class Findings:
         return self._by_se(what, value <= bound + k * se,
                            f"{value:.2f} against {bound:.2f} dB, {k:g} SE = {k * se:.2f} dB")
 
+    def not_run(self, what: str, *, why: str) -> str:
+        """Record that the finding ``what`` was not checked in this run, and ``why`` (a step the scale skips); returns
+        the phrase the prose pastes for it."""
+        self.rows.append({"finding": what, "holds": "not run", "found": why, "said": f"was not run ({why})"})
+        return self.outcome()
+
     #: What the prose pastes for each outcome of a finding (:meth:`outcome`).
     OUTCOMES = {"yes": "held", "no": "did not hold", "not run": "was not run (too few targets for a standard error)"}
 
     def outcome(self, index: int = -1) -> str:
-        """How the finding recorded at ``index`` (the last by default) came out, as the phrase the prose pastes."""
-        return self.OUTCOMES[self.rows[index]["holds"]]
+        """How the finding recorded at ``index`` (the last by default) came out, as the phrase the prose pastes: a
+        finding skipped with :meth:`not_run` pastes its reason."""
+        row = self.rows[index]
+        return row.get("said", self.OUTCOMES[row["holds"]])
 
     def table(self) -> pd.DataFrame:
         """One row per finding, in the order they were recorded."""
         return pd.DataFrame(self.rows, columns=["finding", "holds", "found"])
 
+
+
+def outcome(holds: bool) -> str:
+    """The phrase the prose pastes for the check of a claim of the paper that the run decides (the card's verdict is
+    decided by the same ``holds``): as :meth:`Findings.outcome` pastes a finding's."""
+    return Findings.OUTCOMES["yes" if bool(holds) else "no"]
 
 
 def epsilon_table(variances=theory.TABLE1_VARIANCES, *, delta=1e-5, sensitivity=1.0) -> pd.DataFrame:
