@@ -47,6 +47,8 @@ def test_scales_resolve(scale):
     (dict(attacked_models=("VGG",)), "attacked_models"),
     (dict(targets=400), "targets=400"),
     (dict(dps_steps=1), "dps_steps"),
+    (dict(dsg_steps=1), "dsg_steps"),
+    (dict(baselines="yes"), "baselines='yes'"),
     (dict(prior_checkpoint="google/ddpm-celebahq-256"), "prior_checkpoint"),
     (dict(image_size=16), "prior_checkpoint"),
     (dict(guidance=3), "unknown parameter"),
@@ -56,6 +58,19 @@ def test_bad_settings_fail_with_the_parameter_named(overrides, match):
         chapter.settings("ci", device="cpu", **overrides)
     with pytest.raises(ValueError, match="scale='huge'"):
         chapter.settings("huge")
+
+
+def test_paper_shape_skips_the_normalised_rows_and_the_baselines_and_plans_without_them():
+    from compendium.plan.costs import diffusion_runs
+
+    overrides = chapter.PAPER_SHAPE_OVERRIDES
+    assert overrides["normalised_variances"] == [] and overrides["baselines"] is False
+    full = chapter.settings("ci", device="cpu")
+    cut = chapter.settings("ci", device="cpu", normalised_variances=(), baselines=False)
+    runs, fewer = diffusion_runs(full), diffusion_runs(cut)
+    assert {"DLG", "IG"} <= set(runs) and not {"DLG", "IG"} & set(fewer)
+    assert not any(key.startswith("prior") for key in fewer)
+    assert fewer[f"DPS {cut.dps_steps}"] < runs[f"DPS {full.dps_steps}"]
 
 
 def test_digits_split_keeps_the_targets_out_of_the_prior():
