@@ -47,6 +47,8 @@ def test_scales_resolve(scale):
     (dict(attacked_models=("VGG",)), "attacked_models"),
     (dict(targets=400), "targets=400"),
     (dict(dps_steps=1), "dps_steps"),
+    (dict(dsg_steps=1), "dsg_steps"),
+    (dict(baselines="yes"), "baselines='yes'"),
     (dict(prior_checkpoint="google/ddpm-celebahq-256"), "prior_checkpoint"),
     (dict(image_size=16), "prior_checkpoint"),
     (dict(guidance=3), "unknown parameter"),
@@ -56,6 +58,19 @@ def test_bad_settings_fail_with_the_parameter_named(overrides, match):
         chapter.settings("ci", device="cpu", **overrides)
     with pytest.raises(ValueError, match="scale='huge'"):
         chapter.settings("huge")
+
+
+def test_paper_shape_skips_the_normalised_rows_and_the_baselines_and_plans_without_them():
+    from compendium.plan.costs import diffusion_runs
+
+    overrides = chapter.PAPER_SHAPE_OVERRIDES
+    assert overrides["normalised_variances"] == [] and overrides["baselines"] is False
+    full = chapter.settings("ci", device="cpu")
+    cut = chapter.settings("ci", device="cpu", normalised_variances=(), baselines=False)
+    runs, fewer = diffusion_runs(full), diffusion_runs(cut)
+    assert {"DLG", "IG"} <= set(runs) and not {"DLG", "IG"} & set(fewer)
+    assert not any(key.startswith("prior") for key in fewer)
+    assert fewer[f"DPS {cut.dps_steps}"] < runs[f"DPS {full.dps_steps}"]
 
 
 def test_digits_split_keeps_the_targets_out_of_the_prior():
@@ -323,8 +338,12 @@ def test_findings_record_without_stopping():
     assert findings.greater("a above b", 3.0, 1.0, 0.5) and not findings.greater("b above a", 1.0, 3.0, 0.5)
     assert findings.at_most("a within 2 SE", 1.5, 1.0, 0.3, k=2) and not findings.check("x", holds=False, found="")
     assert findings.table()["holds"].tolist() == ["yes", "no", "yes", "no"]
+    assert findings.outcome(0) == chapter.outcome(True) == "held" and findings.outcome() == chapter.outcome(False)
+    assert findings.not_run("c above d", why="the scale skips it") == "was not run (the scale skips it)"
+    assert findings.table().iloc[-1].tolist() == ["c above d", "not run", "the scale skips it"]
     few = chapter.Findings(targets=chapter.SE_TARGETS - 1)
     assert not few.greater("a above b", 3.0, 1.0, 0.5) and few.table()["holds"].tolist() == ["not run"]
+    assert few.outcome() == "was not run (too few targets for a standard error)"
     assert "8×8 digits" in chapter.scope(chapter.settings("book", device="cpu"))
     assert "3×256×256" in chapter.scope(chapter.settings("paper", device="cpu"))
 

@@ -493,9 +493,9 @@ GRADIENT_COPIES = 3
 def diffusion_runs(cfg) -> dict[str, int]:
     """Reconstructions (one target each) of every distinct attack the diffusion chapter runs, by method: the noise
     grid, the step comparison, Table 2's runs and the DPS step sizes of RV, the sweeps of Tables 3-4 (and DSG's at
-    DPS's step count), the baselines and the prior alone; ``Experiment`` runs each distinct setting once.  The keys
-    are ``"DPS <steps>"``, ``"DSG <steps>"``, ``"DLG"``, ``"IG"`` and ``"prior <steps>"``; the values count runs
-    times targets."""
+    DPS's step count), the baselines and the prior alone (where ``cfg.baselines``); ``Experiment`` runs each distinct
+    setting once.  The keys are ``"DPS <steps>"``, ``"DSG <steps>"``, ``"DLG"``, ``"IG"`` and ``"prior <steps>"``;
+    the values count runs times targets."""
     module = chapters.chapter("diffusion").module
     default = {"DPS": (cfg.dps_zeta, cfg.dps_steps), "DSG": (cfg.dsg_rate, cfg.dsg_steps)}
 
@@ -513,8 +513,9 @@ def diffusion_runs(cfg) -> dict[str, int]:
     jobs |= {job("DPS", parameter=float(z)) for z in cfg.sweep_zetas}
     jobs |= {job("DSG", parameter=float(r)) for r in cfg.sweep_rates}
     jobs |= {job("DSG", parameter=float(r), steps=cfg.dps_steps) for r in cfg.sweep_rates}
-    jobs |= {job(m, variance=v) for v in (0.0, module.TABLE6_VARIANCE) for m in ("DLG", "IG", *module.METHODS)}
-    jobs.add(job("prior"))
+    if cfg.baselines:
+        jobs |= {job(m, variance=v) for v in (0.0, module.TABLE6_VARIANCE) for m in ("DLG", "IG", *module.METHODS)}
+        jobs.add(job("prior"))
     counts: dict[str, int] = {}
     for method, *_, steps in jobs:
         key = method if method in ("DLG", "IG") else f"{method} {steps}"

@@ -11,6 +11,7 @@ from compendium.chapters.diffusion.settings import (
     PAPER_TABLE4,
     PAPER_TABLE5,
     PAPER_TABLE6,
+    FLOOR_MARGIN,
     T1_DPS_DROP,
     TABLE6_VARIANCE,
 )
@@ -154,5 +155,6 @@ CLAIMS = (
     Claim("df-conclusion", "Sec. 6", "headline",
           "Two training-free methods reconstruct private images from leaked gradients with minimal changes to a "
           "diffusion model's sampling and without prior knowledge of the image.", "{ref}`df-baselines`", IN_SHAPE,
-          reason="from noiseless gradients both samplers end above the prior-only floor, DPS by more than 10 dB"),
+          reason=f"from noiseless gradients both samplers end above the prior-only floor, DPS by more than "
+                 f"{FLOOR_MARGIN:g} dB"),
 )

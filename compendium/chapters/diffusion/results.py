@@ -14,6 +14,7 @@ from compendium import validation
 from compendium.bounds import diffusion as theory
 from compendium.chapters.diffusion.settings import (
     DELTA,
+    FLOOR_MARGIN,
     PAPER_IMAGE,
     PAPER_TABLE1,
     PAPER_TABLE2,
@@ -58,17 +59,64 @@ class Findings:
         return self._by_se(what, value <= bound + k * se,
                            f"{value:.2f} against {bound:.2f} dB, {k:g} SE = {k * se:.2f} dB")
 
+    def not_run(self, what: str, *, why: str) -> str:
+        """Record that the finding ``what`` was not checked in this run, and ``why`` (a step the scale skips); returns
+        the phrase the prose pastes for it."""
+        self.rows.append({"finding": what, "holds": "not run", "found": why, "said": f"was not run ({why})"})
+        return self.outcome()
+
     #: What the prose pastes for each outcome of a finding (:meth:`outcome`).
     OUTCOMES = {"yes": "held", "no": "did not hold", "not run": "was not run (too few targets for a standard error)"}
 
     def outcome(self, index: int = -1) -> str:
-        """How the finding recorded at ``index`` (the last by default) came out, as the phrase the prose pastes."""
-        return self.OUTCOMES[self.rows[index]["holds"]]
+        """How the finding recorded at ``index`` (the last by default) came out, as the phrase the prose pastes: a
+        finding skipped with :meth:`not_run` pastes its reason."""
+        row = self.rows[index]
+        return row.get("said", self.OUTCOMES[row["holds"]])
 
     def table(self) -> pd.DataFrame:
         """One row per finding, in the order they were recorded."""
         return pd.DataFrame(self.rows, columns=["finding", "holds", "found"])
 
+
+
+def outcome(holds: bool) -> str:
+    """The phrase the prose pastes for the check of a claim of the paper that the run decides (the card's verdict is
+    decided by the same ``holds``): as :meth:`Findings.outcome` pastes a finding's."""
+    return Findings.OUTCOMES["yes" if bool(holds) else "no"]
+
+
+def baseline_findings(findings: Findings, table: pd.DataFrame | None) -> dict[str, str]:
+    """Tables 5-6's orderings as the run's findings, each beyond three standard errors of the difference of the mean
+    final PSNR (:meth:`Findings.greater`): without noise DPS more than :data:`FLOOR_MARGIN` dB above the prior-only
+    floor (``dps_floor``) and Inverting Gradients above DPS (``ig_dps``); at ``sigma^2 =`` :data:`TABLE6_VARIANCE`
+    the best method above the next (``noisy_best``), and DSG the best (``dsg_best``, :meth:`Findings.check`).
+    ``table`` is :func:`~compendium.chapters.diffusion.experiments.baselines`' table, or ``None`` where the run skips
+    the baselines (each finding recorded as not run).  Returns the phrase the prose pastes for each key."""
+    what = {"dps_floor": f"without noise DPS ends more than {FLOOR_MARGIN:g} dB above the prior-only floor",
+            "ig_dps": "without noise the prior-free IG ends above DPS",
+            "noisy_best": "under noise the best method ends above the next",
+            "dsg_best": "under noise DSG is the best method"}
+    if table is None:
+        return {key: findings.not_run(text, why="the baselines are skipped at this run's settings")
+                for key, text in what.items()}
+    rows = table.set_index(["method", "σ²"])
+    floor = table[table["method"] == "prior only"].iloc[0]
+    noisy = table[table["σ²"] == TABLE6_VARIANCE].sort_values("final PSNR")  # worst first
+    pairs = {"dps_floor": (rows.loc[("DPS", 0.0)], floor, FLOOR_MARGIN),
+             "ig_dps": (rows.loc[("IG", 0.0)], rows.loc[("DPS", 0.0)], 0.0),
+             "noisy_best": (noisy.iloc[-1], noisy.iloc[-2], 0.0)}
+    said = {}
+    for key, (high, low, margin) in pairs.items():
+        text = what[key] if key != "noisy_best" else (f"under noise the best method ({noisy['method'].iloc[-1]}) "
+                                                      f"ends above the next ({noisy['method'].iloc[-2]})")
+        findings.greater(text, high["final PSNR"], low["final PSNR"] + margin,
+                         math.hypot(high["final PSNR SE"], low["final PSNR SE"]))
+        said[key] = findings.outcome()
+    findings.check(what["dsg_best"], holds=noisy["method"].iloc[-1] == "DSG",
+                   found=", ".join(noisy["method"]) + " (worst to best)")
+    said["dsg_best"] = findings.outcome()
+    return said
 
 
 def epsilon_table(variances=theory.TABLE1_VARIANCES, *, delta=1e-5, sensitivity=1.0) -> pd.DataFrame:
