@@ -7,6 +7,7 @@ import math
 
 import nbformat
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -225,6 +226,53 @@ def test_tables_bookkeeping(tiny):
     by_step = chapter.rv_step_sizes(exp, rv)
     assert by_step["step size"].tolist() == ["ζ"] * len({*cfg.rv_zetas, cfg.dps_zeta}) + ["ζ · RV_CNN / RV"]
     assert by_step["ρ (final PSNR)"].abs().max() <= 1 and (by_step["lowest PSNR"] <= by_step["highest PSNR"]).all()
+
+
+def test_a_lost_session_resumes_from_its_checkpoints(tiny, tmp_path, monkeypatch):
+    """Checkpoints (issue 42): a sweep saves each finished run and RV row under cfg.checkpoint_dir; with half of them
+    deleted (as a session lost midway leaves them) a rerun gives the same tables, and with all present it attacks
+    nothing and computes no Jacobian."""
+    import dataclasses
+
+    from compendium.chapters.diffusion import experiments
+
+    cfg, data, prior = tiny
+    cfg = dataclasses.replace(cfg, checkpoint_dir=str(tmp_path / "checkpoints"))
+    calls = {"attack": 0, "jacobian": 0}
+
+    def counted(name, real):
+        def call(*args, **kwargs):
+            calls[name] += 1
+            return real(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(experiments, "attack", counted("attack", experiments.attack))
+    monkeypatch.setattr(dg, "gradient_jacobian_norm", counted("jacobian", dg.gradient_jacobian_norm))
+
+    def session():
+        calls.update(attack=0, jacobian=0)
+        exp = chapter.Experiment(cfg, prior, data)
+        grid = chapter.noise_grid(exp, progress=False).drop(columns="seconds")
+        return grid, chapter.rv_table(exp, progress=False)
+
+    grid, rv = session()
+    first = dict(calls)
+    files = sorted((tmp_path / "checkpoints").glob("*.pt"))
+    assert len(files) == len({*files}) and not list((tmp_path / "checkpoints").glob("*.part"))
+    dsg = [f for f in files if f.name.startswith("DSG-")]
+    assert len([f for f in dsg if "-CNN-" in f.name]) == len(grid) // 2  # one file per run: DSG's half of the grid
+    for f in dsg + [f for f in files if f.name.startswith("CNN-")]:  # half the runs and the CNN's RV row
+        f.unlink()
+    again, rv_again = session()
+    pd.testing.assert_frame_equal(again, grid)
+    pd.testing.assert_frame_equal(rv_again, rv)
+    assert 0 < calls["attack"] < first["attack"] and calls["jacobian"] == 1
+    third, rv_third = session()
+    assert calls == {"attack": 0, "jacobian": 0}
+    pd.testing.assert_frame_equal(third, grid)
+    pd.testing.assert_frame_equal(rv_third, rv)
+    other = chapter.checkpoint_key(dataclasses.replace(cfg, seed=1), {"method": "DPS", "model": "CNN", "target": 0})
+    assert other != chapter.checkpoint_key(cfg, {"method": "DPS", "model": "CNN", "target": 0})
 
 
 def test_epsilon_table_reproduces_printed_and_exact_values():

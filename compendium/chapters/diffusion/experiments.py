@@ -2,9 +2,13 @@
 :class:`Experiment` that runs each distinct attack once in batches, and the sweeps behind Tables 1-6."""
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -280,13 +284,66 @@ def memory_batch(size: int, *, free: int, footprint: int, share: float = GPU_MEM
     return min(size, fits)
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Checkpoints: a long run resumes where it stopped
+# ---------------------------------------------------------------------------------------------------------------
+def checkpoint_key(cfg: Settings, item: dict) -> str:
+    """The name of one finished item's file under ``cfg.checkpoint_dir``: ``item`` (what the item is: an attack's
+    setting and target, or an RV row's model) with the settings that determine its result (the seed, the images, the
+    prior, the baselines' counts, the device type), hashed (SHA-256, 16 hex digits) after a readable prefix."""
+    prior = cfg.prior_checkpoint if cfg.prior_checkpoint is not None else (cfg.prior_epochs, cfg.prior_hidden)
+    identity = {"item": item, "seed": cfg.seed, "image": [cfg.in_channels, cfg.image_size], "data": cfg.celeba_dir,
+                "prior": prior, "dlg": [cfg.dlg_iterations, cfg.ig_restarts], "rv": [cfg.rv_images, cfg.rv_directions],
+                "device": resolve_device(cfg.device).type}
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    prefix = "-".join(str(item[k]) for k in ("method", "model") if k in item)
+    return f"{prefix}-{digest}.pt"
+
+
+def checkpoint_path(cfg: Settings, item: dict) -> Path | None:
+    """``cfg.checkpoint_dir / checkpoint_key(cfg, item)``, or ``None`` when ``cfg.checkpoint_dir`` is ``None``."""
+    return None if cfg.checkpoint_dir is None else in_repository(cfg.checkpoint_dir) / checkpoint_key(cfg, item)
+
+
+def save_atomically(payload: dict, path: Path) -> None:
+    """``torch.save`` to ``<path>.part``, then renamed over ``path``: a run killed while writing leaves no file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".part")
+    torch.save(payload, partial)
+    os.replace(partial, path)
+
+
+def _save_run(run: Run, path: Path) -> None:
+    """:class:`Run` as plain tensors and numbers (``torch.load(weights_only=True)`` reads them back)."""
+    payload: dict = {"numpy": []}
+    for owner, prefix in ((run, ""), (run.trajectory, "trajectory.")):
+        for field in fields(owner):
+            value = getattr(owner, field.name)
+            if field.name == "trajectory":
+                continue
+            if isinstance(value, np.ndarray):
+                payload["numpy"].append(prefix + field.name)
+                value = torch.from_numpy(value)
+            payload[prefix + field.name] = value
+    save_atomically(payload, path)
+
+
+def _load_run(path: Path) -> Run:
+    payload = torch.load(path, map_location="cpu", weights_only=True)
+    values = {k: v.numpy() if k in payload["numpy"] else v for k, v in payload.items() if k != "numpy"}
+    trajectory = dg.Trajectory(**{k.split(".", 1)[1]: v for k, v in values.items() if k.startswith("trajectory.")})
+    return Run(**{k: v for k, v in values.items() if not k.startswith("trajectory.")}, trajectory=trajectory)
+
+
 class Experiment:
     """The chapter's attacks on one prior and one set of targets, each computed once: :meth:`run` returns the stored
     :class:`Run` when the same attack was asked for before (the noise grid's runs without noise are also Table 2's
     CNN row, Table 3's default step size, Table 5's samplers), and :meth:`runs` attacks all the targets of a list of
     settings, as few batches as the settings allow: one per method, model, gradient (raw or normalised) and step
     count, whatever the noise variances and step sizes (a batch of 40 images costs about 0.7 times as much per image
-    as one of 8 on the CNN); on CUDA a batch holds no more images than the free memory does (:meth:`batch_size`)."""
+    as one of 8 on the CNN); on CUDA a batch holds no more images than the free memory does (:meth:`batch_size`).
+    With ``cfg.checkpoint_dir`` every finished run is saved there (:func:`checkpoint_key`, written atomically) and a
+    run whose file is present is read instead of attacked, so a lost session resumes where it stopped."""
 
     def __init__(self, cfg: Settings, prior_: Prior, data: Data):
         self.cfg, self.prior, self.data = cfg, prior_, data
@@ -321,6 +378,9 @@ class Experiment:
         groups: dict[tuple, dict[tuple, tuple[dict, int]]] = {}
         for setting, i in jobs:
             key = (*setting.values(), i)
+            path = self._checkpoint(setting, i)
+            if key not in self._runs and path is not None and path.is_file():
+                self._runs[key] = _load_run(path)
             if key not in self._runs:
                 group = (setting["method"], setting["model"], setting["normalised"], setting["steps"])
                 groups.setdefault(group, {})[key] = (setting, i)
@@ -335,8 +395,16 @@ class Experiment:
                           gradients=self.gradients(name),
                           variance=[s["variance"] for _, (s, _) in items],
                           parameter=[s["parameter"] for _, (s, _) in items])
-            for (key, _), run in zip(items, runs):
+            for (key, (setting, i)), run in zip(items, runs):
                 self._runs[key] = run
+                path = self._checkpoint(setting, i)
+                if path is not None:
+                    _save_run(run, path)
+
+    def _checkpoint(self, setting: dict, target: int) -> Path | None:
+        """The file of one attack's :class:`Run` under ``cfg.checkpoint_dir`` (:func:`checkpoint_key`); ``None``
+        when checkpoints are off."""
+        return checkpoint_path(self.cfg, {**setting, "target": target})
 
     def batch_size(self, method: str, name: str, normalised: bool) -> int:
         """Images per batch of ``method`` on the model ``name``: at most :data:`BATCH_ENTRIES` gradient entries and
@@ -476,12 +544,17 @@ def rv_table(exp: Experiment, progress: bool = True) -> pd.DataFrame:
     ``cfg.rv_images`` images (Definition 3's maximum of the exact ``||J||_F`` and their mean, and Eq. (17) with
     ``cfg.rv_directions`` Gaussian directions), the mean final PSNR of DPS and DSG on the targets without noise, and
     the paper's RV and PSNR beside.  The DPS runs of :func:`rv_step_sizes` are attacked here too, in the same batch
-    as each model's Table 2 run."""
+    as each model's Table 2 run.  With ``cfg.checkpoint_dir`` each model's RV is saved there once computed and read
+    back on a rerun (:func:`checkpoint_path`), as the attacks are (:class:`Experiment`)."""
     cfg = exp.cfg
     device = resolve_device(cfg.device)
     images, labels = exp.data.images[:cfg.rv_images].to(device), exp.data.labels[:cfg.rv_images].to(device)
     rows = []
     for name in tqdm(cfg.attacked_models, desc="RV", unit="model", disable=not progress):
+        path = checkpoint_path(cfg, {"model": name, "table": "RV"})
+        if path is not None and path.is_file():  # a finished model of a resumed run
+            rows.append(torch.load(path, weights_only=True))
+            continue
         model = exp.model(name)
         exact = (dg.gradient_jacobian_norm(model, images, labels)
                  if math.prod(cfg.shape[1:]) <= EXACT_RV_PIXELS else torch.full((len(images),), math.nan))
@@ -492,6 +565,8 @@ def rv_table(exp: Experiment, progress: bool = True) -> pd.DataFrame:
                      "RV (Def. 3, max)": float(exact.max()), "mean ‖J‖_F": float(exact.mean()),
                      "Eq. (17)": float(eq17.mean()), "paper RV": paper[0], "paper DPS PSNR": paper[1],
                      "paper DSG PSNR": paper[2]})
+        if path is not None:
+            save_atomically(rows[-1], path)
     table = pd.DataFrame(rows)
     table2_jobs = [dict(method=m, model=name) for name in cfg.attacked_models for m in METHODS]
     exp.runs(table2_jobs + [job for *_, job in _rv_step_jobs(cfg, rv_column(table))], progress, "Table 2 runs")

@@ -3,6 +3,7 @@ findings, its paper-shape run (:func:`paper_shape`) and the paper's numbers it c
 constants, from Huang, Meng et al. 2024)."""
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,14 +68,14 @@ SCALES = {
                normalised_variances=(1e-2,), attacked_models=("MLP_1", "CNN"), rv_images=2, rv_directions=8,
                sweep_zetas=(0.3, 3.0, 30.0), sweep_rates=(0.05, 0.2, 1.0), rv_zetas=(30.0,), dlg_iterations=50,
                ig_restarts=2, spectral_iterations=5, cost_repeats=1, baselines=True, prior_checkpoint=None,
-               celeba_dir=None),
+               celeba_dir=None, checkpoint_dir=None),
     "book": dict(image_size=8, in_channels=1, prior_epochs=700, prior_hidden=512, prior_samples=16, targets=8,
                  dps_steps=1000, dps_zeta=3.0, dsg_steps=100, dsg_rate=0.2, variances=(0.0, 1e-4, 1e-3, 1e-2, 1e-1),
                  normalised_variances=(1e-4, 1e-3, 1e-2, 1e-1), attacked_models=MODEL_NAMES, rv_images=10,
                  rv_directions=30, sweep_zetas=(0.3, 1.0, 3.0, 10.0, 30.0),
                  sweep_rates=(0.05, 0.1, 0.2, 0.4, 0.6, 1.0), rv_zetas=(1.0, 10.0), dlg_iterations=1000,
                  ig_restarts=2, spectral_iterations=5, cost_repeats=2, baselines=True, prior_checkpoint=None,
-                 celeba_dir=None),
+                 celeba_dir=None, checkpoint_dir=None),
     "paper": dict(image_size=256, in_channels=3, prior_epochs=1, prior_hidden=512, prior_samples=4, targets=4,
                   dps_steps=1000, dps_zeta=230.0, dsg_steps=100, dsg_rate=0.2,
                   variances=(0.0, 1e-4, 1e-3, 1e-2, 1e-1), normalised_variances=(1e-4, 1e-3, 1e-2, 1e-1),
@@ -82,7 +83,8 @@ SCALES = {
                   sweep_zetas=tuple(float(z) for z in PAPER_TABLE3), sweep_rates=tuple(PAPER_TABLE4),
                   rv_zetas=(110.0, 310.0),
                   dlg_iterations=1000, ig_restarts=2, spectral_iterations=5, cost_repeats=2, baselines=True,
-                  prior_checkpoint="google/ddpm-celebahq-256", celeba_dir="data/celeba-hq"),
+                  prior_checkpoint="google/ddpm-celebahq-256", celeba_dir="data/celeba-hq",
+                  checkpoint_dir="data/checkpoints/diffusion"),
 }
 
 
@@ -104,7 +106,10 @@ class Settings(_Settings):
     ``spectral_iterations`` the power-iteration steps of ``||J||_2`` above :data:`~compendium.chapters.diffusion.
     experiments.EXACT_RV_PIXELS` pixels (Lemma 5's check); ``cost_repeats`` the timed steps per denoiser in
     :func:`~compendium.chapters.diffusion.experiments.denoiser_costs` (digits only); ``baselines`` whether Tables
-    5-6's baselines and the prior-only floor run (``False``: their claims are recorded as not run).
+    5-6's baselines and the prior-only floor run (``False``: their claims are recorded as not run);
+    ``checkpoint_dir`` a folder (in the repository unless absolute) where every finished reconstruction and RV row is
+    saved and found again on a rerun with the same settings, so that a lost session resumes (``None``: off; the
+    ``paper`` scale's runs take hours).
     """
 
     image_size: int
@@ -132,6 +137,7 @@ class Settings(_Settings):
     baselines: bool
     prior_checkpoint: str | None
     celeba_dir: str | None
+    checkpoint_dir: str | None
 
     def validate(self) -> None:
         validation.integer("image_size", self.image_size, minimum=8)
@@ -161,6 +167,8 @@ class Settings(_Settings):
         validation.number("variances", list(self.variances), at_least=0.0, what="noise variances")
         if self.normalised_variances:  # empty: no normalised rows
             validation.grid("normalised_variances", self.normalised_variances, what="noise variances")
+        if self.checkpoint_dir is not None and not isinstance(self.checkpoint_dir, str):
+            raise ValueError(f"checkpoint_dir={self.checkpoint_dir!r}; allowed: None or a folder")
         if not isinstance(self.baselines, bool):
             raise ValueError(f"baselines={self.baselines!r}; allowed: True or False")
         if not self.attacked_models or any(m not in MODEL_NAMES for m in self.attacked_models):
@@ -220,12 +228,15 @@ def paper_shape(folder: str | Path) -> dict:
     (:func:`compendium.book.execute_paper_shape`): one 256² JPEG of random pixels as the CelebA-HQ target
     (:func:`compendium.standin.celeba_hq`), a ``UNet2DModel`` with the hub checkpoint's topology at 256² and random
     weights, saved to ``folder/unet`` as ``prior_checkpoint`` (:func:`compendium.standin.diffusion_unet`, with the
-    channel widths :data:`PAPER_SHAPE_UNET_WIDTHS`), the paper's CNN at 3×256×256 as the one attacked network, and
-    :data:`PAPER_SHAPE_OVERRIDES`' counts.  Nothing is downloaded; the numbers mean nothing."""
+    channel widths :data:`PAPER_SHAPE_UNET_WIDTHS`), the paper's CNN at 3×256×256 as the one attacked network,
+    :data:`PAPER_SHAPE_OVERRIDES`' counts, and checkpoints in an emptied ``folder/checkpoints``.  Nothing is
+    downloaded; the numbers mean nothing."""
     folder = Path(folder)
     images = standin.celeba_hq(folder / "celeba-hq", n=1, side=PAPER_IMAGE[1])
     unet = standin.diffusion_unet(folder / "unet", sample_size=PAPER_IMAGE[1], channels=PAPER_IMAGE[0],
                                   widths=PAPER_SHAPE_UNET_WIDTHS)
+    checkpoints = folder / "checkpoints"  # saved and read back, never found from an earlier run
+    shutil.rmtree(checkpoints, ignore_errors=True)
     return {"scale": "paper", "targets": 1, "celeba_dir": str(images), "prior_checkpoint": str(unet),
-            "overrides": dict(PAPER_SHAPE_OVERRIDES)}
+            "overrides": {**PAPER_SHAPE_OVERRIDES, "checkpoint_dir": str(checkpoints)}}
 
