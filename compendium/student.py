@@ -174,7 +174,7 @@ def plain_markdown(markdown: str, glued: dict[str, str], titles: dict[str, tuple
         heading = _directive_heading(name, directive.group(2).strip(), options)
         stack.append((fence.group(1), "drop" if heading is None else "math" if name == "math" else "keep"))
         if visible and heading is not None:
-            out.append(heading)
+            out += [heading, ""] if name != "math" else [heading]  # a heading is a paragraph of its own
     text = _ROLE.sub(lambda m: _role(m, glued, titles), "\n".join(out))
     return re.sub(r"\n{3,}", "\n\n", text).strip("\n")
 
