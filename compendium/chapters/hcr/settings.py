@@ -173,10 +173,10 @@ SCALES = {
     "ci": dict(gray_data="digits", gray_hidden=64, gray_epochs=8, gray_kappa=0.5, gray_diffdivs=(200.0, 1000.0),
                gray_low_freq=4, gray_cnn_kappa=0.25, colour_data="photos", colour_resolution=16, colour_per_class=40,
                colour_widths=(8, 32, 64), colour_hidden=64, colour_epochs=20, colour_kappa=0.25,
-               colour_diffdivs=(500.0, 1000.0), colour_low_freq=8, gray_examples=8, gray_cnn_examples=3,
-               colour_examples=3, num_restarts=3, power_iterations=(1, 4), inversion_steps=200, decoder_epochs=10,
+               colour_diffdivs=(500.0, 1000.0), colour_low_freq=8, gray_examples=4, gray_cnn_examples=2,
+               colour_examples=2, num_restarts=2, power_iterations=(1, 2), inversion_steps=200, decoder_epochs=10,
                data_dir="data", imagenet_dir=None, imagenet_examples=16, lsqr_iter_lim=None,
-               rank_images=32, releases=6, attack_images=8, sweep_examples=8, gray_min_accuracy=0.8,
+               rank_images=32, releases=6, attack_images=4, sweep_examples=4, gray_min_accuracy=0.8,
                max_dithering_cost=0.08),
     "book": dict(gray_data="mnist_digits", gray_hidden=784, gray_epochs=6, gray_kappa=1.0,
                  gray_diffdivs=(200.0, 1000.0), gray_low_freq=8, gray_cnn_kappa=0.25, colour_data="photos",
@@ -243,18 +243,17 @@ def host_ram_bytes(cfg: Settings) -> int:
 
 def paper_shape(folder) -> dict:
     """The paper pipeline at the paper's shapes, cut to seconds (:func:`compendium.book.execute_paper_shape`): writes
-    MNIST (28×28, 100 training and 10 test digits) and CIFAR-10 (32×32×3, 50 training and 10 test images) stand-ins
-    into ``folder`` (:mod:`compendium.standin`) and returns the notebook's parameters: ``scale="paper"`` (the
-    paper's MLP 784 → 784 → 784 and CNN with widths 32, 1024, 3072 and 3,072 hidden units, its sizes ``s`` and
-    noise levels), with 2 images per task, 2 restarts, 1 epoch, repetitions ``i`` of 1 and 2, LSQR capped at 5
-    iterations, no full Jacobians (``rank_images=0``: the CNN's 3,072 x 3,072 float64 Jacobian alone takes over ten
-    CPU-minutes; :func:`hcr.jacobian_rank` is tested on its own), 2 releases, 5 inversion steps, 1 decoder epoch
-    and no ImageNet."""
+    MNIST (28×28, 20 training and 4 test digits) and CIFAR-10 (32×32×3, 20 training and 4 test images) stand-ins into
+    ``folder`` (:mod:`compendium.standin`) and returns the notebook's parameters: ``scale="paper"`` (the paper's MLP
+    784 → 784 → 784 and CNN with widths 32, 1024, 3072 and 3,072 hidden units, its sizes ``s`` and noise levels),
+    with 2 images per task (too few for a histogram mode), 1 restart, 1 epoch, one repetition ``i``, LSQR capped at
+    2 iterations, no full Jacobians (``rank_images=0``: the CNN's 3,072 x 3,072 float64 Jacobian alone takes over
+    ten CPU-minutes; :func:`hcr.jacobian_rank` is tested on its own), 1 release of 2 attacked images, 1 inversion
+    step, 1 decoder epoch and no ImageNet."""
     folder = Path(folder)
-    standin.mnist(folder / "mnist", train=100, test=10, seed=0)
-    standin.cifar10(folder / "cifar10", per_batch=10, test=10, seed=1)
+    standin.mnist(folder / "mnist", train=20, test=4, seed=0)
+    standin.cifar10(folder / "cifar10", per_batch=4, test=4, seed=1)
     return dict(scale="paper", data_dir=str(folder), gray_examples=2, gray_cnn_examples=2, colour_examples=2,
-                num_restarts=2, gray_epochs=1, colour_epochs=1, power_iterations=[1, 2], lsqr_iter_lim=5,
-                rank_images=0, releases=2, inversion_steps=5, decoder_epochs=1, imagenet_dir=None)
-
-
+                num_restarts=1, gray_epochs=1, colour_epochs=1, power_iterations=[1], lsqr_iter_lim=2,
+                rank_images=0, releases=1, attack_images=2, sweep_examples=2, inversion_steps=1, decoder_epochs=1,
+                imagenet_dir=None)
