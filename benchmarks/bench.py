@@ -54,13 +54,14 @@ def _hcr_digits_task(scale: str):
     test images and the feature-noise sigma of the chapter's kappa."""
     import torch
 
-    from compendium import data, models, train
+    from compendium import models, train
     from compendium.bounds import hcr
 
     cfg = hcr_chapter.settings(scale, device="cpu")
-    (x_train, y_train), (x_test, _) = data.digits("train", cfg.seed), data.digits("test", cfg.seed)
-    mean, sd = float(x_train.mean()), float(x_train.std())
-    model = models.MnistMLP(1, 8, 10, hidden=cfg.gray_hidden, generator=torch.Generator().manual_seed(cfg.seed))
+    datasets = hcr_chapter.load_data(cfg)  # the chapter's own data: 8x8 digits at ci, real MNIST at book
+    (x_train, y_train), (x_test, _), (mean, sd) = datasets.gray_train, datasets.gray_test, datasets.gray_norm
+    model = models.MnistMLP(1, x_train.shape[-1], 10, hidden=cfg.gray_hidden,
+                            generator=torch.Generator().manual_seed(cfg.seed))
     train.train_classifier(model, ((x_train - mean) / sd, y_train), cfg.gray_epochs,
                            generator=torch.Generator().manual_seed(cfg.seed), progress=False)
     model.eval().requires_grad_(False)
