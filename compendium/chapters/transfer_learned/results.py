@@ -392,9 +392,9 @@ def scoring_findings(numbers: dict[str, float]) -> str:
                  f"FPR at $\\tau_{{NN}}$ rises from {n['tl_id_fprstar_40']:.3f} to "
                  f"{n['tl_id_printed_fprstar_40']:.3f}")
     return text + (" (the scorecard's row of Table 1's CelebA rule records whether the fall exceeds three standard "
-                   "errors). The paper's CelebA rates belong to the code's rule; the printed algorithm would "
-                   "give other numbers. The rule also changes what \"success\" means: a reconstruction of the person, "
-                   "not of any image in the set.")
+                   "errors at some $N$). The paper's CelebA rates belong to the code's rule; the printed algorithm "
+                   "would give other numbers. The rule also changes what \"success\" means: a reconstruction of the "
+                   "person, not of any image in the set.")
 
 
 def table2_dims() -> dict[str, int]:

@@ -158,15 +158,15 @@ SCALES = {
                dp_noise_multipliers=(8.0,), dp_max_grad_norm=10.0, dp_shadow_train=2000, dp_reconstructor_steps=500,
                readme_entries=1, disjoint_validation=False),
     "book": dict(dataset="mnist_digits", data_dir="data", shadow_dir=None, reconstructor="mlp",
-                 extractor_checkpoint=None, set_sizes=(10, 40), shadow_train=20_000, shadow_val=1000,
-                 reconstructor_steps=6000, unconditional_steps=2000, hidden=512, extractor_epochs=10,
+                 extractor_checkpoint=None, set_sizes=(10, 40), shadow_train=20_000, shadow_val=500,
+                 reconstructor_steps=4500, unconditional_steps=1000, hidden=512, extractor_epochs=10,
                  extractor_hidden=64, init_std=None, shadow_counts=(4000,), init_stds=(0.2,),
-                 binary_variants=(False, True), training_variants=tuple(TRAINING_VARIANTS), ood=True,
-                 variant_shadow_train=5000, variant_reconstructor_steps=2000, identity_set_sizes=(10, 40),
-                 identity_shadow_train=10_000, identity_steps=2000, identity_max_attempts=5, identity_dataset=None,
+                 binary_variants=(False,), training_variants=tuple(TRAINING_VARIANTS), ood=True,
+                 variant_shadow_train=5000, variant_reconstructor_steps=1000, identity_set_sizes=(10, 40),
+                 identity_shadow_train=6000, identity_steps=1500, identity_max_attempts=5, identity_dataset=None,
                  identity_checkpoint=None, identity_hidden=512, dp_set_size=10,
-                 dp_noise_multipliers=(0.25, 0.5, 1.0, 2.0), dp_max_grad_norm=10.0, dp_shadow_train=5000,
-                 dp_reconstructor_steps=2000, readme_entries=5, disjoint_validation=False),
+                 dp_noise_multipliers=(0.5, 1.0, 2.0), dp_max_grad_norm=10.0, dp_shadow_train=5000,
+                 dp_reconstructor_steps=1500, readme_entries=2, disjoint_validation=False),
     "paper": dict(dataset="mnist", data_dir="data", shadow_dir="data/transfer-learned-shadow-heads",
                   reconstructor="residual", extractor_checkpoint=None, set_sizes=(10, 40), shadow_train=2_560_000,
                   shadow_val=10_000, reconstructor_steps=1_000_000, unconditional_steps=1_000_000, hidden=256,
@@ -353,12 +353,13 @@ PAPER_CIFAR = dict(hidden=512, dp_max_grad_norm=1.2)
 
 def settings(scale: str = "book", device: str = "auto", seed: int = 0, **overrides) -> Settings:
     """The chapter's settings: the scale's values (at ``paper`` scale with ``dataset="cifar10"``, CIFAR's
-    :data:`PAPER_CIFAR`; with ``dataset="digits"``, the offline run at the paper's counts, the CelebA experiment on
-    the digits too), replaced by every override that is not ``None``."""
+    :data:`PAPER_CIFAR`; with ``dataset="digits"`` or ``"mnist_digits"``, the offline run at the paper's counts, the
+    CelebA experiment on those digits too), replaced by every override that is not ``None``."""
     if scale == "paper" and overrides.get("dataset") == "cifar10":
         overrides = {**PAPER_CIFAR, **{k: v for k, v in overrides.items() if v is not None}}
-    if scale == "paper" and overrides.get("dataset") == "digits" and overrides.get("identity_dataset") is None:
-        overrides = {**overrides, "identity_dataset": "digits"}
+    offline = overrides.get("dataset") in ("digits", "mnist_digits")
+    if scale == "paper" and offline and overrides.get("identity_dataset") is None:
+        overrides = {**overrides, "identity_dataset": overrides["dataset"]}
     return resolve(Settings, SCALES, scale, device, seed, overrides)
 
 
