@@ -1,8 +1,11 @@
 """Session fixtures shared by the notebook and site tests.
 
 Every chapter is executed once per test session, at ``ci`` scale, one process per core
-(:func:`compendium.book.execute_chapters`), and the site is built once from those executed notebooks (the build
-finds them in its cache), so no chapter runs twice except for nbval's re-execution, which runs as many at once.
+(:func:`compendium.book.execute_chapters`), then run at the papers' shapes on stand-in data, and the site is built
+once from the executed notebooks (the build finds them in its cache), so no chapter runs twice at one scale. The
+chapters' determinism is held by ``tests/test_ci_numbers.py``: every number the run glues equals the one kept, which
+checks more than nbval's re-execution did (its lax mode compared the few cells tagged ``nbval-check-output``) at
+half the cost.
 
 This work starts in background threads as soon as the collected tests turn out to need it
 (:func:`pytest_collection_finish`), and the unit tests run in the meantime, with the cores' threads the chapters'
@@ -29,19 +32,18 @@ from compendium import book, chapters
 #: chapters executed at once: one per core (2 in CI), each with an equal share of the cores' threads
 JOBS = max(1, min(os.cpu_count() or 1, len(chapters.registry())))
 #: the fixtures that need the background work
-BOOK_FIXTURES = {"book_work", "build_dir", "executed_notebooks", "nbval_reports", "paper_shape_notebooks", "site"}
+BOOK_FIXTURES = {"book_work", "build_dir", "executed_notebooks", "paper_shape_notebooks", "site"}
 
 
 class BookWork:
     """The session's book work, run in a daemon thread: every chapter executed at ``ci`` scale into
-    ``build_dir/executed``, re-executed by nbval and run at the papers' shapes on stand-in data (:meth:`chapters`),
+    ``build_dir/executed`` and run at the papers' shapes on stand-in data (:meth:`chapters`),
     then the site rendered into ``build_dir/html``.  Each step's result, or its error, is a future; the steps after a
-    failed one fail with its error.  (Rendering beside nbval's processes instead of after them made neither finish
-    sooner.)"""
+    failed one fail with its error."""
 
     def __init__(self, build_dir: Path):
         self.build_dir = build_dir
-        self.executed, self.nbval, self.paper_shapes, self.site = Future(), Future(), Future(), Future()
+        self.executed, self.paper_shapes, self.site = Future(), Future(), Future()
         #: (step, chapter) -> wall seconds, printed at the end of the session (:func:`pytest_terminal_summary`)
         self.seconds: dict[tuple[str, str], float] = {}
         threading.Thread(target=self._run, name="book work", daemon=True).start()
@@ -53,24 +55,21 @@ class BookWork:
             self.site.set_result(book.build_book(scale="ci", out=self.build_dir, jobs=JOBS))
             self.seconds["site", "all"] = time.perf_counter() - start
         except BaseException as err:  # handed to every fixture that waits on this step or a later one
-            for rest in (self.executed, self.nbval, self.paper_shapes, self.site):
+            for rest in (self.executed, self.paper_shapes, self.site):
                 if not rest.done():
                     rest.set_exception(err)
 
     def chapters(self) -> None:
-        """Every chapter executed, then re-executed by :func:`nbval`, and run at the papers' shapes
-        (:func:`paper_shape`), on :data:`JOBS` workers: a free worker executes the longest chapter not yet executed,
-        else re-executes the first one to have ended, else runs a chapter at the papers' shapes.  nbval's runs so
-        start while the last chapters execute, instead of a core idling until the longest one ends.  Sets
-        :attr:`executed` once every execution has ended (with every failed chapter's output in one error),
-        :attr:`paper_shapes` (key -> the executed notebook, or the error) and :attr:`nbval` at the end (a chapter
-        that failed to execute, or whose nbval run could not start, has a failing report); raises the executions'
-        error, if any, for the site."""
+        """Every chapter executed, then run at the papers' shapes (:func:`paper_shape`), on :data:`JOBS` workers: a
+        free worker executes the longest chapter not yet executed, else runs a chapter at the papers' shapes.  Sets
+        :attr:`executed` once every execution has ended (with every failed chapter's output in one error) and
+        :attr:`paper_shapes` (key -> the executed notebook, or the error) at the end; raises the executions' error,
+        if any, for the site."""
         out = self.build_dir / "executed"
         keys = sorted(chapters.registry(),
                       key=lambda k: -book.expected_seconds(k, out / chapters.chapter(k).notebook, "ci"))
-        tasks, executed, failed, reports = [("execute", key) for key in keys], {}, {}, {}
-        shapes = [("paper-shape", key) for key in keys]  # taken when no execution or nbval run is waiting
+        tasks, executed, failed = [("execute", key) for key in keys], {}, {}
+        shapes = [("paper-shape", key) for key in keys]  # taken when no execution is waiting
         shaped = {}
         executing = len(keys)  # executions not yet ended
         ready = threading.Condition()
@@ -103,12 +102,6 @@ class BookWork:
                 except Exception as err:  # reported by that chapter's paper-shape test
                     shaped[key] = err
                 return
-            if kind == "nbval":
-                try:
-                    reports[key] = nbval(executed[key])
-                except Exception as err:  # reported by that chapter's nbval test
-                    reports[key] = (1, f"nbval could not run: {err!r}")
-                return
             try:
                 executed[key] = book.execute_chapters([key], scale="ci", out_dir=out, jobs=JOBS,
                                                       processes=JOBS)[key]
@@ -116,8 +109,6 @@ class BookWork:
                 failed[key] = err
             with ready:
                 executing -= 1
-                if key in executed:
-                    tasks.append(("nbval", key))
                 if not executing:
                     ended()
                 ready.notify_all()
@@ -128,7 +119,6 @@ class BookWork:
         for thread in workers:
             thread.join()
         self.paper_shapes.set_result(shaped)
-        self.nbval.set_result({key: reports.get(key, (1, f"not executed:\n{failed.get(key)}")) for key in keys})
         if failed:
             raise self.executed.exception()
 
@@ -142,17 +132,6 @@ def paper_shape(key: str, out: Path) -> Path:
     if result.returncode:
         raise book.ChapterExecutionError(f"{key} at the papers' shapes failed:\n{result.stdout}{result.stderr}")
     return out / book.PAPER_SHAPE_DIR / chapters.chapter(key).notebook
-
-
-def nbval(notebook: Path) -> tuple[int, str]:
-    """nbval re-executing an executed notebook (lax mode), with the thread share the chapters were executed with, so
-    that the outputs can agree exactly: (exit code, report)."""
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-kernel-name", "python3", "-p",
-         "no:cacheprovider", str(notebook)],
-        cwd=notebook.parent, capture_output=True, text=True, env=book.thread_environment(JOBS),
-    )
-    return result.returncode, result.stdout + result.stderr
 
 
 BOOK_WORK = pytest.StashKey[BookWork]()
@@ -207,13 +186,6 @@ def build_dir(book_work: BookWork) -> Path:
 def executed_notebooks(book_work: BookWork) -> dict[str, Path]:
     """Chapter key -> its notebook executed at ``ci`` scale."""
     return book_work.executed.result()
-
-
-@pytest.fixture(scope="session")
-def nbval_reports(book_work: BookWork) -> dict[str, tuple[int, str]]:
-    """Chapter key -> (exit code, report) of nbval re-executing its executed notebook (lax mode), run as the
-    chapters were: :data:`JOBS` at once, with the same share of threads, so that the outputs can agree exactly."""
-    return book_work.nbval.result()
 
 
 @pytest.fixture(scope="session")

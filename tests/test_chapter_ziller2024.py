@@ -250,5 +250,5 @@ def test_paper_pipeline_runs_at_paper_shapes(paper_shape_notebooks):
     rows = {r["key"]: r for r in card["rows"]}
     assert "10 ImageNet validation images at 224×224, at `paper` scale" in rows["ziller-fig1"]["reason"]
     assert "32, 224 and 1024 px, at `paper` scale" in rows["ziller-fig3"]["reason"]
-    setup = next(c for c in nbformat.read(executed, as_version=4).cells if c.get("id") == "cell-003")
+    setup = next(c for c in nbformat.read(executed, as_version=4).cells if c.get("id") == "cell-003-setup")
     assert "10 images of 3x224x224 (N = 150528)" in "".join(o.get("text", "") for o in setup.outputs)

@@ -1,8 +1,5 @@
-"""Chapter notebooks: the sources are clean and parametrised; the executed ``ci`` copies re-execute under nbval.
-
-nbval runs in lax mode: every cell must run without error (so the assert-cells hold), and the outputs of cells
-tagged ``nbval-check-output`` must reproduce exactly (determinism).
-"""
+"""Chapter notebooks: the sources are clean and parametrised, and every value the prose pastes is glued by the
+executed ``ci`` copies in a format that applies (their numbers are held by ``tests/test_ci_numbers.py``)."""
 from __future__ import annotations
 
 import ast
@@ -18,15 +15,6 @@ from compendium.base import glued_texts, repository_root
 ROOT = repository_root()
 SOURCES = sorted(p for p in (ROOT / "notebooks").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 DEFAULTS = {"scale": "book", "device": "auto", "seed": 0}
-
-
-@pytest.mark.parametrize("key", list(chapters.registry()))
-def test_executed_notebook_reproduces_under_nbval(key: str, nbval_reports: dict[str, tuple[int, str]],
-                                                  executed_notebooks: dict[str, Path]) -> None:
-    returncode, report = nbval_reports[key]
-    assert returncode == 0, f"nbval failed on {executed_notebooks[key]}:\n{report}"
-    passed = re.search(r"(\d+) passed", report)
-    assert passed and int(passed.group(1)) > 0, f"nbval ran no cells of {executed_notebooks[key]}:\n{report}"
 
 
 def _assigned_values(source: str) -> dict[str, object]:
