@@ -425,7 +425,7 @@ def test_shipped_files_are_package_data():
     import tomllib
     from pathlib import Path
 
-    config = tomllib.loads((Path(data.__file__).parents[1] / "pyproject.toml").read_text())
+    config = tomllib.loads((data.DATASETS_DIR.parents[1] / "pyproject.toml").read_text())
     patterns = config["tool"]["setuptools"]["package-data"]["compendium"]
     files = {f"datasets/{p.name}" for p in data.DATASETS_DIR.iterdir()}
     assert {f"datasets/{name}" for name in data.SHIPPED_SHA256} <= files
