@@ -80,7 +80,7 @@ def _paste(key: str, glued: dict[str, str]) -> str:
 
 def _short(title: str, width: int = 60) -> str:
     """A title cut at its first sentence or ``width`` characters."""
-    title = title.strip().split(". ")[0].rstrip(".")
+    title = re.split(r"(?<=[a-z)])\. (?=[A-Z])", title.strip())[0].rstrip(".")  # not at "Prop. 6"
     return title if len(title) <= width else title[:width].rsplit(" ", 1)[0] + " …"
 
 
