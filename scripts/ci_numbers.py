@@ -22,14 +22,16 @@ SNAPSHOT = repository_root() / "tests" / "ci_numbers.json"
 
 def glued_numbers(executed: Path) -> dict[str, str]:
     """Name -> ``text/plain`` of every scalar or string an executed notebook glues (its figures and tables, whose
-    outputs carry more than plain text, left out; the scorecard's record too, which its own tests check)."""
+    outputs carry more than plain text, left out; the scorecard's record too, which its own tests check; and the
+    wall-clock times a chapter measures, whose names end in ``_seconds``)."""
     cells = nbformat.read(executed, as_version=4).cells
     plain = {}
     for cell in cells:
         for output in cell.get("outputs", []):
             record = output.get("metadata", {}).get("scrapbook", {})
-            if "name" in record and len(output["data"]) == 1 and record["name"] != "scorecard":
-                plain[record["name"]] = glued_texts([cell])[record["name"]][1]
+            name = record.get("name", "")
+            if name and len(output["data"]) == 1 and name != "scorecard" and not name.endswith("_seconds"):
+                plain[name] = glued_texts([cell])[name][1]
     return plain
 
 

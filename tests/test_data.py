@@ -423,7 +423,6 @@ def test_shipped_files_are_package_data():
     else lies in compendium/datasets/."""
     import fnmatch
     import tomllib
-    from pathlib import Path
 
     config = tomllib.loads((data.DATASETS_DIR.parents[1] / "pyproject.toml").read_text())
     patterns = config["tool"]["setuptools"]["package-data"]["compendium"]
