@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -144,3 +145,12 @@ def test_plan_refuses_bad_arguments(capsys) -> None:
     assert exit_.value.code == 2 and "valid chapters" in capsys.readouterr().err
     assert cli.main(["plan", "hcr", "--markdown"]) == 2
     assert "allowed: all" in capsys.readouterr().err
+
+
+def test_only_the_longest_chapter_runs_at_full_priority_beside_others() -> None:
+    """The chapter expected to take longest sets the build's time: it runs at the normal priority, the rest lower."""
+    assert book.priority_prefix(0) == []
+    if shutil.which("nice"):
+        assert book.priority_prefix(1)[1:] == book.priority_prefix(4)[1:] == ["-n", "10"]
+    with pytest.raises(ValueError, match="rank"):
+        book.priority_prefix(-1)

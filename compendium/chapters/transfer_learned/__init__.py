@@ -31,5 +31,5 @@ from compendium.chapters.transfer_learned.results import *  # noqa: F403
 from compendium.chapters.transfer_learned.settings import *  # noqa: F403
 
 TITLE = "Vulnerability of transfer-learned networks to data reconstruction in the small-data regime"
-#: seconds its notebook runs on one core of a quiet 2-core machine (a book build, two chapters at once)
-SECONDS = {"ci": 47, "book": 625}
+#: seconds its notebook ran in a `book` build on a quiet 2-core machine (three chapters at once, one thread each)
+SECONDS = {"ci": 47, "book": 500}
