@@ -1,4 +1,5 @@
-"""Base helpers that every layer of the package may import: the torch device and the repository root.
+"""Base helpers that every layer of the package may import: the torch device, the repository root, and the
+checkpoints of long runs (:func:`save_atomically`, :func:`digest`).
 
 Nothing here imports another module of the package, so that ``data``, ``train``, ``attacks`` and ``bounds`` never
 depend on a chapter's configuration (the import order is notebooks -> chapters -> attacks/bounds ->
@@ -6,8 +7,12 @@ metrics/dp/data/models/train -> base).
 """
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from pathlib import Path
 
+import numpy as np
 import torch
 
 #: The environment variable the book's build sets while it executes a chapter
@@ -50,6 +55,38 @@ def in_repository(path: str | Path) -> Path:
     runs in ``notebooks/``, the tests in the root): the one rule for every data, weight and output folder."""
     path = Path(path)
     return path if path.is_absolute() else repository_root() / path
+
+
+def save_atomically(payload, path: str | Path) -> None:
+    """``torch.save(payload)`` to ``<path>.part``, then renamed over ``path`` (``os.replace``, atomic on one file
+    system): a run killed while writing leaves the old file or the new one, never half of one.  The parent folders
+    are created.  The checkpoints of long runs are written with it and read back with ``torch.load(path,
+    weights_only=True)``, so a payload holds tensors, numbers, strings and containers of them only."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".part")
+    torch.save(payload, partial)
+    os.replace(partial, path)
+
+
+def digest(identity: dict, *arrays, length: int = 16) -> str:
+    """The first ``length`` hex digits of the SHA-256 digest of ``identity`` as JSON (sorted keys; an object JSON
+    cannot write is written as its ``str``), followed, for each of ``arrays`` (torch tensors, on any device, or numpy
+    arrays), by its dtype (numpy's name) and shape as JSON and its bytes in C order (a tensor and its numpy copy give
+    one digest).  It names a checkpoint file by everything that determines its content, so that a rerun with other
+    inputs never reads it; without ``arrays`` it is the digest of the JSON alone."""
+    hasher = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode())
+    for array in arrays:
+        if isinstance(array, torch.Tensor):
+            header = (str(array.dtype).removeprefix("torch."), list(array.shape))  # numpy's names
+            raw = array.detach().cpu().contiguous().reshape(-1)
+            raw = raw.view(torch.uint8).numpy()                  # any dtype's bytes, bfloat16 included
+        else:
+            array = np.asarray(array)
+            header, raw = (str(array.dtype), list(array.shape)), np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+        hasher.update(json.dumps(header).encode())
+        hasher.update(raw)
+    return hasher.hexdigest()[:length]
 
 
 def glued_texts(cells) -> dict[str, tuple[int, str]]:

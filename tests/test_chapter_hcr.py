@@ -122,6 +122,67 @@ def test_null_space_and_attacks(tiny):
     np.testing.assert_allclose(mean_guess, expected, rtol=1e-12)
 
 
+def test_checkpoint_dir_is_off_at_ci_and_book_and_validated():
+    assert chapter.settings("ci", "cpu").checkpoint_dir is None
+    assert chapter.settings("book", "cpu").checkpoint_dir is None
+    assert chapter.settings("paper", "cpu").checkpoint_dir == "data/checkpoints/hcr"
+    assert chapter.settings("ci", "cpu", checkpoint_dir="/tmp/x").checkpoint_dir == "/tmp/x"
+    for bad in ("", 3, ["data"]):
+        with pytest.raises(ValueError, match="checkpoint_dir"):
+            chapter.settings("ci", "cpu", checkpoint_dir=bad)
+
+
+def test_checkpoint_bytes_at_paper_scale():
+    # off at ci; at paper scale the kept bounds of every run (10,000 MNIST and 2,500 CIFAR-10 images) and three
+    # classifiers, about 3 GB, most of them the bounds
+    assert chapter.checkpoint_bytes(chapter.settings("ci", "cpu")) == 0
+    paper = chapter.settings("paper", "cpu")
+    assert 2 * 2**30 < chapter.checkpoint_bytes(paper) < 4 * 2**30
+    assert chapter.checkpoint_bytes(paper) < chapter.host_ram_bytes(paper)  # they are part of the kept results
+    fewer = chapter.settings("paper", "cpu", gray_examples=5_000)
+    assert chapter.checkpoint_bytes(fewer) < chapter.checkpoint_bytes(paper)
+
+
+def test_paper_shape_checkpoints_into_an_emptied_folder(tmp_path):
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "old.pt").write_bytes(b"")
+    params = chapter.paper_shape(tmp_path)
+    assert params["checkpoint_dir"] == str(tmp_path / "checkpoints") and not (tmp_path / "checkpoints").exists()
+
+
+def test_a_lost_session_resumes_the_training_and_the_bounds(tiny, tmp_path, monkeypatch):
+    # Checkpoints (issue 42): with checkpoint_dir the classifiers' training and every chunk of the bounds are saved;
+    # a second session (the tasks built anew) loads them, with the weights and bounds of the run without checkpoints
+    import dataclasses
+
+    from compendium.chapters.hcr import experiments
+
+    cfg, datasets, tasks, _, runs = tiny
+    cfg = dataclasses.replace(cfg, checkpoint_dir=str(tmp_path))
+    calls = {"chunks": 0}
+    real = hcr._algorithm1
+
+    def counted(*args, **kwargs):
+        calls["chunks"] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(hcr, "_algorithm1", counted)
+    for session in range(2):
+        fresh = chapter.build_tasks(cfg, datasets)
+        chapter.train_tasks(fresh, cfg, torch.device("cpu"))
+        gray = fresh["gray"]
+        res = chapter.run_hcr(gray, cfg, torch.device("cpu"), gray.diffdivs[0], gray.iterations[0])
+        assert calls["chunks"] == 1  # computed in the first session, read back in the second
+        for key, task in fresh.items():
+            for mine, theirs in zip(task.model.state_dict().values(), tasks[key].model.state_dict().values()):
+                assert torch.equal(mine.cpu(), theirs.cpu()), key
+        for field in ("bound_dct", "eps", "z_eps", "chi2", "lsqr_iterations"):
+            assert np.array_equal(getattr(res, field), getattr(runs["gray", "main"], field)), field
+    names = sorted(p.name.split("-classifier-")[0] for p in tmp_path.glob("*-classifier-*.pt"))
+    assert names == sorted(tasks) and len(list((tmp_path / "bounds").glob("hcr-0-*.pt"))) == 1
+    assert experiments.checkpoint_folder(dataclasses.replace(cfg, checkpoint_dir=None)) is None
+
+
 def test_quoted_numbers_solve_the_coding_exercises():
     numbers = chapter.quoted_numbers()
     assert numbers["hcr_ex4_pair"] == pytest.approx(1.0) and numbers["hcr_ex4_third"] == pytest.approx(1.0)

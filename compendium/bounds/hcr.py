@@ -22,13 +22,14 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 import scipy.fft
 import torch
 
-from compendium import validation
+from compendium import base, validation
 from compendium.jacobians import feature_jacobians
 
 __all__ = [
@@ -36,7 +37,7 @@ __all__ = [
     "fisher_diagonal_bound_eq18", "cramer_rao_bound", "crb_direction", "hcr_linear_optimal",
     "dct2", "idct2", "dct_matrix", "low_frequency", "noise_sigma", "bound_visualisation",
     "algorithm1_linear_closed_form", "HCRResult", "hcr_bound", "float64_copy", "SOLVES", "CODE_ATOL_FACTOR",
-    "linear_piece_extent", "jacobian_rank",
+    "linear_piece_extent", "jacobian_rank", "checkpoint_digest",
 ]
 
 
@@ -540,7 +541,8 @@ def float64_copy(model: torch.nn.Module) -> torch.nn.Module:
 def hcr_bound(feature_map, x, sigma, num_restarts: int = 25, num_power_iterations: int = 10, diffdiv: float = 200.0,
               generator: torch.Generator | None = None, *, solve: str = "joint", jac_at: str = "current",
               lsqr_atol="code", lsqr_btol: float = 1e-8, iter_lim: int | None = None, exact_map=None,
-              chunk_size: int = 128, keep: str = "all", progress: bool = False) -> HCRResult:
+              chunk_size: int = 128, keep: str = "all", progress: bool = False,
+              checkpoint: str | Path | None = None) -> HCRResult:
     """Algorithm 1 (Sec. 2.2) and the reported per-DCT-mode HCR bound (Sec. 3, eqs. 5 and 12 in DCT coordinates, as
     histogrammed in Figures 1, 3, 5 and 6) for a batch of examples.
 
@@ -603,6 +605,16 @@ def hcr_bound(feature_map, x, sigma, num_restarts: int = 25, num_power_iteration
         memory of a result is a few ``(B, p)`` arrays whatever ``R`` (each chunk is reduced over the restarts as it
         finishes).
     progress : a tqdm bar over the ``i x S`` solves.
+    checkpoint : a folder (``None``: off) where each chunk's results (everything the result keeps of it, its slice of
+        every array above) are saved as soon as the chunk finishes (:func:`compendium.base.save_atomically`), one
+        file ``hcr-<chunk>-<digest>.pt`` per chunk; a rerun reads the finished chunks back
+        (``torch.load(weights_only=True)``) and computes only the missing ones, so a lost session resumes and the
+        result is bit for bit that of an uninterrupted run.  The digest (:func:`checkpoint_digest`, SHA-256) covers
+        everything that determines the chunk: the parameters and buffers of ``feature_map``'s and ``exact_map``'s
+        modules (each a ``torch.nn.Module`` or a bound method of one, such as ``model.features``, else a
+        ``ValueError``), the bytes of ``x``, ``sigma``, ``R``, ``i``, ``diffdiv``, ``solve``, ``jac_at``, the LSQR
+        tolerances and cap, ``chunk_size``, ``keep``, the generator's state before the draws, and the chunk's index
+        and slice; another input never reuses a file.
 
     The JVP/VJPs run in the dtype and on the device of ``x``, LSQR's vectors in float64 on the same device; the bounds
     are formed on the host in float64, one chunk at a time.  The bound is rigorous
@@ -629,11 +641,15 @@ def hcr_bound(feature_map, x, sigma, num_restarts: int = 25, num_power_iteration
                          "torch.Tensor (B, [C,] H, W) with B >= 1 examples")
     if generator is None:
         generator = torch.Generator().manual_seed(0)
+    if checkpoint is not None:
+        run_digest = checkpoint_digest(feature_map, x, generator=generator, exact_map=exact_map, sigma=s,
+                                       num_restarts=R, num_power_iterations=n_it, diffdiv=diffdiv, solve=solve,
+                                       jac_at=jac_at, lsqr_atol=lsqr_atol, lsqr_btol=lsqr_btol, iter_lim=iter_lim,
+                                       chunk_size=chunk_size, keep=keep)
     from tqdm import tqdm
 
     x = x.detach()
     B, shape = x.shape[0], tuple(x.shape[1:])
-    p = int(np.prod(shape))
     forward, x_exact = (feature_map, x) if exact_map is None else (exact_map, x.double())
     chunks = [slice(b, min(b + chunk_size, B)) for b in range(0, B, chunk_size)]
     with torch.no_grad():
@@ -651,30 +667,81 @@ def hcr_bound(feature_map, x, sigma, num_restarts: int = 25, num_power_iteration
     per_chunk = {"joint": lambda b: 1, "per_restart": lambda b: R, "per_example": lambda b: R * b}[solve]
     bar = tqdm(total=n_it * sum(per_chunk(c.stop - c.start) for c in chunks), desc="HCR (Algorithm 1)",
                unit="solve", disable=not progress)
-    for c in chunks:
-        a0 = a0_first if c is chunks[0] else None
-        eps_c, z_c, z0_norm, it_c, rres_c = _algorithm1(
-            feature_map, forward, x[c], x_exact[c], noise[:, c].to(x.device), a0, diffdiv, n_it, solve, jac_at,
-            lsqr_atol, lsqr_btol, iter_lim, bar)
-        eps_c = eps_c.cpu().numpy().reshape((R, c.stop - c.start) + shape)
-        z_c = z_c.cpu().numpy()
-        chi2[:, c] = gaussian_chi2(z_c, s)
-        chi2_b = chi2[:, c].reshape(chi2[:, c].shape + (1,) * len(shape))
-        per_restart = np.sqrt(hcr_variance_bound(dct2(eps_c), chi2_b))
-        bound_dct[c] = per_restart.max(axis=0)
-        bound_pixel[c] = np.sqrt(hcr_variance_bound(eps_c, chi2_b)).max(axis=0)
-        per_restart_kept[:, c], eps_kept[:, c], z_kept[:, c] = per_restart[:kept], eps_c[:kept], z_c[:kept]
-        z_norm = np.linalg.norm(z_c, axis=2)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio[:, c] = z_norm / np.linalg.norm(eps_c.reshape(R, -1, p), axis=2)
-        mismatch[:, c] = 1.0 - z_norm / z0_norm.cpu().numpy()
-        its.append(it_c.cpu().numpy())
-        rres.append(rres_c.cpu().numpy())
+    for index, c in enumerate(chunks):
+        path = None if checkpoint is None else Path(checkpoint) / (
+            f"hcr-{index}-{base.digest({'run': run_digest, 'chunk': [index, c.start, c.stop]})}.pt")
+        if path is not None and path.is_file():
+            part = {k: v.numpy() for k, v in torch.load(path, map_location="cpu", weights_only=True).items()}
+            bar.update(n_it * per_chunk(c.stop - c.start))
+        else:
+            out = _algorithm1(feature_map, forward, x[c], x_exact[c], noise[:, c].to(x.device),
+                              a0_first if index == 0 else None, diffdiv, n_it, solve, jac_at, lsqr_atol, lsqr_btol,
+                              iter_lim, bar)
+            part = _chunk_results(*out, s, shape, kept)
+            if path is not None:
+                base.save_atomically({k: torch.from_numpy(v) for k, v in part.items()}, path)
+        bound_dct[c], bound_pixel[c] = part["bound_dct"], part["bound_pixel"]
+        per_restart_kept[:, c], eps_kept[:, c], z_kept[:, c] = part["per_restart"], part["eps"], part["z_eps"]
+        chi2[:, c], ratio[:, c], mismatch[:, c] = part["chi2"], part["ratio"], part["mismatch"]
+        its.append(part["iterations"])
+        rres.append(part["residual"])
     bar.close()
     return HCRResult(bound_dct=bound_dct, bound_pixel=bound_pixel, bound_dct_per_restart=per_restart_kept,
                      eps=eps_kept, z_eps=z_kept, noise=noise[:kept].cpu().numpy(), chi2=chi2,
                      lsqr_iterations=np.concatenate(its), lsqr_relative_residual=np.concatenate(rres),
                      feature_change_mismatch=mismatch, ratio=ratio, sigma=s, diffdiv=float(diffdiv), solve=solve)
+
+
+def _chunk_results(eps_c, z_c, z0_norm, it_c, rres_c, sigma, shape, kept) -> dict[str, np.ndarray]:
+    """What :func:`hcr_bound` keeps of one chunk of ``b`` examples, from :func:`_algorithm1`'s tensors: its bounds
+    (max over the ``R`` draws), the first ``kept`` draws' per-draw arrays, ``chi2``, ``ratio`` and mismatch per draw,
+    and LSQR's iterations and residuals; float64 numpy arrays (integers for the iterations), each its own copy."""
+    R, b, p = eps_c.shape
+    eps_c = eps_c.cpu().numpy().reshape((R, b) + shape)
+    z_c = z_c.cpu().numpy()
+    chi2 = gaussian_chi2(z_c, sigma)
+    chi2_b = chi2.reshape(chi2.shape + (1,) * len(shape))
+    per_restart = np.sqrt(hcr_variance_bound(dct2(eps_c), chi2_b))
+    z_norm = np.linalg.norm(z_c, axis=2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = z_norm / np.linalg.norm(eps_c.reshape(R, -1, p), axis=2)
+    part = {"bound_dct": per_restart.max(axis=0), "bound_pixel": np.sqrt(hcr_variance_bound(eps_c, chi2_b)).max(axis=0),
+            "per_restart": per_restart[:kept], "eps": eps_c[:kept], "z_eps": z_c[:kept], "chi2": chi2, "ratio": ratio,
+            "mismatch": 1.0 - z_norm / z0_norm.cpu().numpy(), "iterations": it_c.cpu().numpy(),
+            "residual": rres_c.cpu().numpy()}
+    return {k: np.array(v) for k, v in part.items()}      # copies: a view would save its whole base array
+
+
+def _owning_module(name: str, fn) -> tuple[torch.nn.Module, str]:
+    """The module whose parameters and buffers determine the map ``fn`` (a ``torch.nn.Module``, or a bound method of
+    one, e.g. ``model.features``) and the method's name; a ``ValueError`` for any other callable."""
+    if isinstance(fn, torch.nn.Module):
+        return fn, "forward"
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, torch.nn.Module):
+        return owner, fn.__func__.__qualname__
+    raise ValueError(f"{name}={fn!r}; allowed with checkpoint: a torch.nn.Module or a bound method of one (e.g. "
+                     "model.features), whose parameters and buffers name the checkpoint files")
+
+
+def checkpoint_digest(feature_map, x: torch.Tensor, *, generator: torch.Generator, exact_map=None, **settings) -> str:
+    """The SHA-256 digest (64 hex digits, :func:`compendium.base.digest`) of everything that determines a
+    :func:`hcr_bound` run, which names its checkpoint files: for ``feature_map`` and ``exact_map`` (``None``: none)
+    the module they belong to (:func:`_owning_module`), by its class, the method called, every submodule's
+    ``training`` flag, and the names, dtypes, shapes and bytes of its parameters and buffers (its ``state_dict``);
+    ``x``'s dtype, shape, device type and bytes; the generator's device type and state before the draws; and
+    ``settings`` (``sigma``, ``num_restarts``, ... as keywords, written as JSON)."""
+    identity, arrays = {"settings": settings, "x": x.device.type, "generator": generator.device.type}, [x]
+    for name, fn in (("feature_map", feature_map), ("exact_map", exact_map)):
+        if fn is None:
+            identity[name] = None
+            continue
+        module, method = _owning_module(name, fn)
+        state = module.state_dict()
+        identity[name] = {"class": f"{type(module).__module__}.{type(module).__qualname__}", "method": method,
+                          "training": [m.training for m in module.modules()], "state": list(state)}
+        arrays += list(state.values())
+    return base.digest(identity, *arrays, generator.get_state(), length=64)
 
 
 def _algorithm1(feature_map, forward, x, x_exact, noise, a0, diffdiv, n_it, solve, jac_at, lsqr_atol, lsqr_btol,

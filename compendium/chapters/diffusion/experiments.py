@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import time
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -20,7 +19,7 @@ from tqdm import tqdm
 from compendium import data as datasets
 from compendium import metrics, validation
 from compendium.attacks import diffusion_guided as dg
-from compendium.base import in_repository, resolve_device
+from compendium.base import in_repository, resolve_device, save_atomically
 from compendium.chapters.diffusion.results import over_targets, rv_column
 from compendium.chapters.diffusion.settings import (
     METHODS,
@@ -303,14 +302,6 @@ def checkpoint_key(cfg: Settings, item: dict) -> str:
 def checkpoint_path(cfg: Settings, item: dict) -> Path | None:
     """``cfg.checkpoint_dir / checkpoint_key(cfg, item)``, or ``None`` when ``cfg.checkpoint_dir`` is ``None``."""
     return None if cfg.checkpoint_dir is None else in_repository(cfg.checkpoint_dir) / checkpoint_key(cfg, item)
-
-
-def save_atomically(payload: dict, path: Path) -> None:
-    """``torch.save`` to ``<path>.part``, then renamed over ``path``: a run killed while writing leaves no file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".part")
-    torch.save(payload, partial)
-    os.replace(partial, path)
 
 
 def _save_run(run: Run, path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -187,17 +188,21 @@ def train_tasks(tasks: dict[str, Task], cfg: Settings, device) -> pd.DataFrame:
     copy of the model, for the exact forward passes that make each bound rigorous), ``x_eval`` (the first
     ``examples`` test images, the ones bounded), ``sigma`` (``kappa`` times the RMS feature over the test set: the
     authors' code's rule, which the paper never states) and ``accuracy`` ``(clean, dithered)``, the dithered one the
-    mean over 25 noise draws (as in the authors' code)."""
+    mean over 25 noise draws (as in the authors' code).
+
+    With ``cfg.checkpoint_dir`` each training checkpoints into :func:`classifier_checkpoint` (:func:`train.fit`: it
+    resumes bit for bit, and a finished training is loaded, not repeated; ``train_seconds`` is then the loading's)."""
     acc_rows = []
-    for task in tasks.values():
+    for key, task in tasks.items():
         x_train = normalised(task.train[0], *task.norm)
         task.x_test = normalised(task.test[0], *task.norm).to(device)
         task.y_test = task.test[1].to(device)
         start = time.perf_counter()
         # shuffles drawn on the CPU, so that a run on a GPU trains on the book's batches
+        checkpoint = classifier_checkpoint(key, task, cfg, device, x_train)
         train.train_classifier(task.model, (x_train.to(device), task.train[1].to(device)), task.epochs,
                                generator=torch.Generator().manual_seed(cfg.seed), device=str(device),
-                               progress=False)
+                               progress=False, checkpoint=checkpoint)
         task.train_seconds = time.perf_counter() - start
         model = task.model.eval().requires_grad_(False)
         task.exact = hcr.float64_copy(model)
@@ -216,6 +221,27 @@ def train_tasks(tasks: dict[str, Task], cfg: Settings, device) -> pd.DataFrame:
                                       f"{task.paper_name}, κ = {task.paper_kappa:g}: "
                                       f"{task.paper_acc[0]:g} → {task.paper_acc[1]:g}"})
     return pd.DataFrame(acc_rows)
+
+
+def classifier_checkpoint(key: str, task: Task, cfg: Settings, device, x_train: torch.Tensor) -> Path | None:
+    """The training checkpoint of task ``key``'s classifier under ``cfg.checkpoint_dir``
+    (``<key>-classifier-<digest>.pt``; ``None`` when ``cfg.checkpoint_dir`` is ``None``), to be called before the
+    training: the digest (:func:`base.digest`) covers the untrained model (its class and ``state_dict``), the
+    normalised training images and labels, the epochs, the seed, the recipe and the device type, so that a run on
+    other data or settings never resumes from it."""
+    if cfg.checkpoint_dir is None:
+        return None
+    identity = {"task": key, "model": type(task.model).__qualname__, "state": list(task.model.state_dict()),
+                "epochs": task.epochs, "seed": cfg.seed, "recipe": ["adamw", 1e-3, 32],
+                "device": torch.device(device).type}
+    name = base.digest(identity, *task.model.state_dict().values(), x_train, task.train[1])
+    return checkpoint_folder(cfg) / f"{key}-classifier-{name}.pt"
+
+
+def checkpoint_folder(cfg: Settings, sub: str = "") -> Path | None:
+    """``cfg.checkpoint_dir`` (in the repository unless absolute) or its sub-folder ``sub``; ``None`` when it is
+    ``None``."""
+    return None if cfg.checkpoint_dir is None else base.in_repository(cfg.checkpoint_dir) / sub
 
 
 def dithered_accuracy(task: Task, sigma: float, *, seed: int, draws: int = 25, features=None,
@@ -261,13 +287,16 @@ def run_hcr(task: Task, cfg: Settings, device, diffdiv: float, iterations: int, 
     ``examples`` of them; ``None``: all), with
     ``cfg.num_restarts`` draws, size ``s = 1/diffdiv``, ``iterations`` repetitions and LSQR capped at
     ``cfg.lsqr_iter_lim``, float32 Jacobian products and float64 exact forward passes; the result keeps the first
-    draw's per-draw arrays only (``keep="first"``) and carries its wall-clock time as ``seconds``."""
+    draw's per-draw arrays only (``keep="first"``) and carries its wall-clock time as ``seconds``.  With
+    ``cfg.checkpoint_dir`` each finished chunk of images is saved under its ``bounds`` folder and read back on a rerun
+    (``hcr_bound``'s ``checkpoint``: the files' digests tell the runs apart)."""
     start = time.perf_counter()
     # the noise drawn on the CPU (hcr_bound moves it), so that a run on a GPU bounds the book's draws
     res = hcr.hcr_bound(task.model.features, task.x_eval[:examples], task.sigma, num_restarts=cfg.num_restarts,
                         num_power_iterations=iterations, diffdiv=diffdiv,
                         generator=torch.Generator().manual_seed(cfg.seed), iter_lim=cfg.lsqr_iter_lim,
-                        exact_map=task.exact.features, keep="first", **kwargs)
+                        exact_map=task.exact.features, keep="first", checkpoint=checkpoint_folder(cfg, "bounds"),
+                        **kwargs)
     res.seconds = time.perf_counter() - start
     return res
 
@@ -467,7 +496,8 @@ def imagenet_bounds(name: str, cfg: Settings, device, batch: int = 16) -> Imagen
     bounds for ``s = 1/500`` and ``1/1000`` with ``i = 10`` and LSQR capped at ``cfg.lsqr_iter_lim``
     (:func:`hcr.hcr_bound` in chunks of ``batch`` images, one joint LSQR solve per restart: ResNet-18's BatchNorm
     uses the statistics of its batch, as in the authors' code, so the images of a chunk are coupled), and the clean
-    and dithered accuracy."""
+    and dithered accuracy.  With ``cfg.checkpoint_dir`` each finished chunk is saved under its ``imagenet`` folder
+    and read back on a rerun (``hcr_bound``'s ``checkpoint``)."""
     net = models.imagenet_split_model(name).to(device)
     images, labels = data.imagenet_val_images(cfg.imagenet_dir, cfg.imagenet_examples, models.imagenet_transform(name),
                                               seed=cfg.seed)
@@ -478,7 +508,7 @@ def imagenet_bounds(name: str, cfg: Settings, device, batch: int = 16) -> Imagen
     for s_inv in PAPER_DIFFDIVS["ImageNet"]:
         bounds = hcr.hcr_bound(net.features, images.to(device), sigma, num_restarts=cfg.num_restarts,
                                num_power_iterations=10, diffdiv=s_inv, solve="per_restart", chunk_size=batch,
-                               iter_lim=cfg.lsqr_iter_lim, keep="bounds",
+                               iter_lim=cfg.lsqr_iter_lim, keep="first", checkpoint=checkpoint_folder(cfg, "imagenet"),
                                generator=torch.Generator(device=device).manual_seed(cfg.seed),
                                progress=True).bound_dct
         panels[f"{name}, s = 1/{s_inv:g}: all"] = bounds

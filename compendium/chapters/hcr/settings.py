@@ -1,8 +1,9 @@
 """The HCR chapter's settings at each scale (:data:`SCALES`, :class:`Settings`), its plans (:func:`host_ram_bytes`,
-:func:`paper_shape`) and the paper's numbers it compares with (the ``PAPER_*`` constants, from Chaudhuri et al.
-2024 and the authors' code, github.com/facebookresearch/hcrbounds)."""
+:func:`checkpoint_bytes`, :func:`paper_shape`) and the paper's numbers it compares with (the ``PAPER_*`` constants,
+from Chaudhuri et al. 2024 and the authors' code, github.com/facebookresearch/hcrbounds)."""
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,7 +92,12 @@ class Settings(_Settings):
     of the ``attack_images`` attacked images.  ``lsqr_iter_lim`` caps every LSQR solve (``None``: scipy's ``2 x``
     columns, as the authors' code).  ``gray_min_accuracy`` and ``max_dithering_cost`` (fractions) are the
     thresholds of the in-shape check of the paper's MNIST accuracy (Sec. 3.1): the grayscale MLP trains to at least
-    the first, and dithering costs it at most the second.
+    the first, and dithering costs it at most the second.  ``checkpoint_dir`` (``None``: off; ``paper`` scale:
+    ``data/checkpoints/hcr``, in the repository unless absolute) is where a long run saves its work as it goes, so
+    that a lost session resumes where it stopped with the same results: each classifier's training
+    (:func:`~compendium.chapters.hcr.experiments.train_tasks`) and each finished chunk of images of every HCR run
+    (:func:`~compendium.chapters.hcr.experiments.run_hcr`, :func:`~compendium.chapters.hcr.experiments.
+    imagenet_bounds`), each file named by a digest of what determines it.
     """
 
     gray_data: str
@@ -127,6 +133,7 @@ class Settings(_Settings):
     sweep_examples: int | None
     gray_min_accuracy: float
     max_dithering_cost: float
+    checkpoint_dir: str | None
 
     def validate(self) -> None:
         validation.choice("gray_data", self.gray_data, GRAY_DATA)
@@ -147,6 +154,8 @@ class Settings(_Settings):
             validation.integer("lsqr_iter_lim", self.lsqr_iter_lim, what="LSQR iterations per solve")
         for name in ("gray_min_accuracy", "max_dithering_cost"):
             validation.number(name, getattr(self, name), above=0.0, below=1.0, what="a fraction of the test set")
+        if self.checkpoint_dir is not None and not (isinstance(self.checkpoint_dir, str) and self.checkpoint_dir):
+            raise ValueError(f"checkpoint_dir={self.checkpoint_dir!r}; allowed: None (no checkpoints) or a folder")
         validation.grid("gray_diffdivs", self.gray_diffdivs, what="inverse perturbation sizes 1/s")
         validation.grid("colour_diffdivs", self.colour_diffdivs, what="inverse perturbation sizes 1/s")
         if not isinstance(self.power_iterations, tuple) or not self.power_iterations:
@@ -177,7 +186,7 @@ SCALES = {
                colour_examples=2, num_restarts=2, power_iterations=(1, 2), inversion_steps=200, decoder_epochs=10,
                data_dir="data", imagenet_dir=None, imagenet_examples=16, lsqr_iter_lim=None,
                rank_images=32, releases=6, attack_images=4, sweep_examples=4, gray_min_accuracy=0.8,
-               max_dithering_cost=0.08),
+               max_dithering_cost=0.08, checkpoint_dir=None),
     "book": dict(gray_data="mnist_digits", gray_hidden=784, gray_epochs=6, gray_kappa=1.0,
                  gray_diffdivs=(200.0, 1000.0), gray_low_freq=8, gray_cnn_kappa=0.25, colour_data="photos",
                  colour_resolution=16, colour_per_class=200, colour_widths=(8, 32, 64), colour_hidden=64,
@@ -185,7 +194,8 @@ SCALES = {
                  gray_examples=24, gray_cnn_examples=3, colour_examples=6, num_restarts=10,
                  power_iterations=(1, 4, 10), inversion_steps=1000, decoder_epochs=10, data_dir="data",
                  imagenet_dir=None, imagenet_examples=16, lsqr_iter_lim=None, rank_images=8, releases=6,
-                 attack_images=6, sweep_examples=8, gray_min_accuracy=0.9, max_dithering_cost=0.05),
+                 attack_images=6, sweep_examples=8, gray_min_accuracy=0.9, max_dithering_cost=0.05,
+                 checkpoint_dir=None),
     "paper": dict(gray_data="mnist", gray_hidden=784, gray_epochs=6, gray_kappa=1.0, gray_diffdivs=(200.0, 1000.0),
                   gray_low_freq=8, gray_cnn_kappa=1.0, colour_data="cifar10", colour_resolution=32,
                   colour_per_class=5000, colour_widths=(32, 1024, 3072), colour_hidden=3072, colour_epochs=7,
@@ -193,7 +203,8 @@ SCALES = {
                   gray_cnn_examples=100, colour_examples=2_500, num_restarts=25, power_iterations=(1, 10),
                   inversion_steps=3000, decoder_epochs=20, data_dir="data", imagenet_dir=None,
                   imagenet_examples=128, lsqr_iter_lim=None, rank_images=32, releases=25, attack_images=20,
-                  sweep_examples=None, gray_min_accuracy=0.95, max_dithering_cost=0.05),
+                  sweep_examples=None, gray_min_accuracy=0.95, max_dithering_cost=0.05,
+                  checkpoint_dir="data/checkpoints/hcr"),
 }
 
 
@@ -216,6 +227,38 @@ def host_ram_bytes(cfg: Settings) -> int:
     run (its ``(R, B, n)`` block of noise draws and a chunk's ``R x 128`` examples' LSQR vectors, four of ``p`` and
     two of ``n`` values, and their host copies), and the Jacobians of :func:`jacobian_ranks` (4 images' ``n x p``
     and ``p x p`` factors)."""
+    nets, p, n, examples, kept = _sizes(cfg)
+    gray_side, colour_side = _sides(cfg)
+    images = {"digits": 1797, "mnist_digits": 10_000, "mnist": 70_000}[cfg.gray_data] * p["gray"] + (
+        8 * (cfg.colour_per_class + max(cfg.colour_examples // 7 + 1, 10)) if cfg.colour_data == "photos"
+        else 60_000) * p["colour"]
+    data_bytes = 3 * 4 * images
+    model_bytes = sum(12 * sum(w.numel() for w in net.parameters()) for net in nets.values())
+    R, f64 = cfg.num_restarts, 8
+    transient = max(f64 * R * (examples[key] * n[key] + 2 * min(examples[key], 128) * (4 * p[key] + 2 * n[key]))
+                    for key in nets)
+    jacobians = max(f64 * min(cfg.rank_images, examples[key], 4) * (n[key] * p[key] + 2 * p[key] ** 2)
+                    for key in nets)
+    return int(data_bytes + model_bytes + kept + transient + jacobians)
+
+
+def checkpoint_bytes(cfg: Settings) -> int:
+    """The bytes the chapter's checkpoints take under ``cfg.checkpoint_dir`` at the end of a run (0 when it is
+    ``None``), for planning a run's disk: the three classifiers' finished training files (float32 weights; while one
+    trains, its file also holds AdamW's two moments), and every HCR run's kept results (:func:`host_ram_bytes`' kept
+    results, saved chunk by chunk).  ImageNet's runs are not counted (a few ``(B, p)`` arrays of their images)."""
+    if cfg.checkpoint_dir is None:
+        return 0
+    nets, *_, kept = _sizes(cfg)
+    weights = [4 * sum(w.numel() for w in net.parameters()) for net in nets.values()]
+    return int(sum(weights) + 2 * max(weights) + kept)
+
+
+def _sizes(cfg: Settings) -> tuple[dict, dict, dict, dict, int]:
+    """The three tasks' networks (on the meta device), and per task the pixels ``p``, features ``n`` and bounded
+    images, and the bytes every HCR run keeps (:func:`run_bounds`; per run and image ``bound_dct``, ``bound_pixel``
+    and the first draw's ``eps`` and per-DCT-mode bound, ``p`` float64 values each, its ``z_eps``, ``n`` values, and
+    ``R`` values of ``chi2``, ``ratio`` and mismatch)."""
     gray_side, colour_side = _sides(cfg)
     p = {"gray": gray_side ** 2, "gray_cnn": gray_side ** 2, "colour": 3 * colour_side ** 2}
     with torch.device("meta"):
@@ -224,21 +267,12 @@ def host_ram_bytes(cfg: Settings) -> int:
                 "colour": models.CifarCNN(3, colour_side, 10, widths=cfg.colour_widths, hidden=cfg.colour_hidden)}
     n = {key: net.feature_dim for key, net in nets.items()}
     examples = {"gray": cfg.gray_examples, "gray_cnn": cfg.gray_cnn_examples, "colour": cfg.colour_examples}
-    images = {"digits": 1797, "mnist_digits": 10_000, "mnist": 70_000}[cfg.gray_data] * p["gray"] + (
-        8 * (cfg.colour_per_class + max(cfg.colour_examples // 7 + 1, 10)) if cfg.colour_data == "photos"
-        else 60_000) * p["colour"]
-    data_bytes = 3 * 4 * images
-    model_bytes = sum(12 * sum(w.numel() for w in net.parameters()) for net in nets.values())
     R, f64 = cfg.num_restarts, 8
     sweep = {key: cfg.sweep_images(examples[key]) * (sum(i < max(cfg.power_iterations)
                                                                for i in cfg.power_iterations) + 2 * (key == "gray"))
              for key in nets}  # the bounded images of every run
     kept = sum((2 * examples[key] + sweep[key]) * (f64 * (4 * p[key] + n[key]) + 3 * f64 * R) for key in nets)
-    transient = max(f64 * R * (examples[key] * n[key] + 2 * min(examples[key], 128) * (4 * p[key] + 2 * n[key]))
-                    for key in nets)
-    jacobians = max(f64 * min(cfg.rank_images, examples[key], 4) * (n[key] * p[key] + 2 * p[key] ** 2)
-                    for key in nets)
-    return int(data_bytes + model_bytes + kept + transient + jacobians)
+    return nets, p, n, examples, kept
 
 
 def paper_shape(folder) -> dict:
@@ -249,11 +283,14 @@ def paper_shape(folder) -> dict:
     with 2 images per task (too few for a histogram mode), 1 restart, 1 epoch, one repetition ``i``, LSQR capped at
     2 iterations, no full Jacobians (``rank_images=0``: the CNN's 3,072 x 3,072 float64 Jacobian alone takes over
     ten CPU-minutes; :func:`hcr.jacobian_rank` is tested on its own), 1 release of 2 attacked images, 1 inversion
-    step, 1 decoder epoch and no ImageNet."""
+    step, 1 decoder epoch and no ImageNet; the checkpoints go to an emptied ``folder/checkpoints`` (written and
+    never found from an earlier run)."""
     folder = Path(folder)
     standin.mnist(folder / "mnist", train=20, test=4, seed=0)
     standin.cifar10(folder / "cifar10", per_batch=4, test=4, seed=1)
+    checkpoints = folder / "checkpoints"
+    shutil.rmtree(checkpoints, ignore_errors=True)
     return dict(scale="paper", data_dir=str(folder), gray_examples=2, gray_cnn_examples=2, colour_examples=2,
                 num_restarts=1, gray_epochs=1, colour_epochs=1, power_iterations=[1], lsqr_iter_lim=2,
                 rank_images=0, releases=1, attack_images=2, sweep_examples=2, inversion_steps=1, decoder_epochs=1,
-                imagenet_dir=None)
+                imagenet_dir=None, checkpoint_dir=str(checkpoints))
