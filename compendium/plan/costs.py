@@ -246,7 +246,8 @@ def _hcr(cfg):
     solve scaled by the network's forward MACs (:func:`forward_macs`), else the book run's time per solve; the two
     classifiers' training (:func:`_training_step`); with ``imagenet_dir``, ResNet-18's and Swin-T's bounds.  RAM:
     the chapter's own estimate (:func:`compendium.chapters.hcr.host_ram_bytes`);
-    GPU: the larger classifier with AdamW's state and the rank check's Jacobians; disk: the downloads."""
+    GPU: the larger classifier with AdamW's state and the rank check's Jacobians; disk: the downloads and, with
+    ``checkpoint_dir``, the checkpoints (:func:`compendium.chapters.hcr.checkpoint_bytes`)."""
     from compendium import models
 
     module = chapters.chapter("hcr").module
@@ -295,6 +296,9 @@ def _hcr(cfg):
                        "imagenet_examples x num_restarts (two sizes, i = 10)")]
         disk += [(f"{cfg.imagenet_examples} ImageNet JPEGs", cfg.imagenet_examples * IMAGENET_JPEG_BYTES),
                  ("ResNet-18 and Swin-T weights", sum(b for b, _ in IMAGENET_NETWORKS.values()))]
+    if cfg.checkpoint_dir is not None:
+        disk += [("checkpoints: the classifiers and every finished chunk of bounds (checkpoint_dir)",
+                  module.checkpoint_bytes(cfg))]
     gray_p, colour_p = gray_side**2, 3 * colour_side**2
     ram = Need((("data, classifiers, kept bounds, one run's LSQR block and the rank check's Jacobians "
                  "(hcr.host_ram_bytes)", module.host_ram_bytes(cfg)),),

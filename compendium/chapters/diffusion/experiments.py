@@ -2,8 +2,6 @@
 :class:`Experiment` that runs each distinct attack once in batches, and the sweeps behind Tables 1-6."""
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import time
 from dataclasses import dataclass, fields
@@ -19,7 +17,7 @@ from tqdm import tqdm
 from compendium import data as datasets
 from compendium import metrics, validation
 from compendium.attacks import diffusion_guided as dg
-from compendium.base import in_repository, resolve_device, save_atomically
+from compendium.base import digest, in_repository, resolve_device, save_atomically
 from compendium.chapters.diffusion.results import over_targets, rv_column
 from compendium.chapters.diffusion.settings import (
     METHODS,
@@ -294,9 +292,8 @@ def checkpoint_key(cfg: Settings, item: dict) -> str:
     identity = {"item": item, "seed": cfg.seed, "image": [cfg.in_channels, cfg.image_size], "data": cfg.celeba_dir,
                 "prior": prior, "dlg": [cfg.dlg_iterations, cfg.ig_restarts], "rv": [cfg.rv_images, cfg.rv_directions],
                 "device": resolve_device(cfg.device).type}
-    digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:16]
     prefix = "-".join(str(item[k]) for k in ("method", "model") if k in item)
-    return f"{prefix}-{digest}.pt"
+    return f"{prefix}-{digest(identity)}.pt"
 
 
 def checkpoint_path(cfg: Settings, item: dict) -> Path | None:
