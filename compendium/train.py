@@ -224,12 +224,24 @@ def _load_checkpoint(path: Path, identity: dict, model: nn.Module, opt, generato
         opt.load_state_dict(payload["optimizer"])
     generator.set_state(payload["generator"])
     torch.random.set_rng_state(payload["torch_cpu"])
-    if payload["torch_cuda"] is not None and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(payload["torch_cuda"])
+    if payload["torch_cuda"] is not None and torch.cuda.is_available():  # the cards this process sees, of those saved
+        torch.cuda.set_rng_state_all(payload["torch_cuda"][:torch.cuda.device_count()])
     state = payload["state"]
     if state["perm"] is not None:
         state["perm"] = state["perm"].to(generator.device)
     return state, payload["history"]
+
+
+def checkpoint_progress(path: str | Path) -> tuple[int, int] | None:
+    """Where the run that :func:`fit` saved in ``path`` stands, read without loading its tensors (memory-mapped):
+    ``(epochs done, epochs)``, equal for a finished run (which :func:`fit` loads instead of training); ``None`` where
+    there is no file.  The checkpoint names no device: a run saved on one card resumes, or is loaded, on another
+    card or on the CPU."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    payload = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    return int(payload["state"]["epoch"]), int(payload["identity"]["epochs"])
 
 
 def train_classifier(model: nn.Module,
