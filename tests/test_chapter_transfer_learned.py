@@ -849,3 +849,24 @@ def test_jobs_are_the_notebooks_attacks_and_the_notebook_loads_a_finished_one(tm
     assert len(steps) == 40  # trained: 5 passes over 256 heads in batches of 32
     assert torch.equal(fresh.h0, loaded.h0) and torch.equal(fresh.h1, loaded.h1)
 
+
+def test_stacked_reconstructors_give_the_attacks_of_separate_ones(tmp_path):
+    """With stack_reconstructors (on CUDA by default) a sweep's reconstructors of one architecture, heads count and
+    length train as one stacked model: the DP-SGD sweep's attacks equal the separate ones up to float rounding;
+    with shadow_dir each attack's checkpoint is left finished, and a later separate run loads it."""
+    cfg = chapter.settings("ci", "cpu", dp_noise_multipliers=(4.0, 8.0), **TINY_JOBS)
+    pool = chapter.pools(cfg)
+    extractor = chapter.feature_extractor(cfg, pool)
+    separate = chapter.run_section(cfg, pool, extractor, "DP-SGD")
+    stacked_cfg = dataclasses.replace(cfg, stack_reconstructors=True, shadow_dir=str(tmp_path))
+    stacked = chapter.run_section(stacked_cfg, pool, extractor, "DP-SGD")
+    assert list(stacked) == [4.0, 8.0]
+    for sigma, result in stacked.items():
+        np.testing.assert_allclose(result.history["loss"], separate[sigma].history["loss"], rtol=1e-5)
+        torch.testing.assert_close(result.h0, separate[sigma].h0, rtol=1e-4, atol=1e-6)
+    assert [j.status() for j in chapter.chapter_jobs(stacked_cfg) if j.section == "DP-SGD"] == ["done"] * 2
+    again = chapter.run_section(dataclasses.replace(stacked_cfg, stack_reconstructors=False), pool, extractor,
+                                "DP-SGD")
+    assert all(torch.equal(again[s].h0, stacked[s].h0) for s in stacked)
+    with pytest.raises(ValueError, match="stack_reconstructors=1"):
+        chapter.settings("ci", "cpu", stack_reconstructors=1)

@@ -9,7 +9,9 @@ import math
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -288,6 +290,17 @@ VALIDATION_STREAM = 500
 
 def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, spec: Attack, *, progress: bool = True
                ) -> AttackResult:
+    """The attack ``spec`` from its heads to its tables (:func:`prepare_attack`, the reconstructor's training under
+    its checkpoint's lock, then the scores)."""
+    training, finish = prepare_attack(cfg, pool, extractor, spec, progress=progress)
+    start = time.perf_counter()
+    with locked(training.checkpoint):  # the same job twice at once: the second waits, then loads the first's
+        history = training.run(device=cfg.device, progress=progress)
+    return finish(history, time.perf_counter() - start)
+
+
+def prepare_attack(cfg: Settings, pool: Pools, extractor: Extractor, spec: Attack, *, progress: bool = True
+                   ) -> tuple[attack.ReconstructorTraining, Callable[[dict, float], AttackResult]]:
     """The whole attack ``spec`` (an :class:`~compendium.attacks.transfer_heads.Attack`, which says what is attacked,
     how the victims train and what the adversary does): Algorithm 1 on the training pool (``spec.shadow_train``
     heads, default ``cfg.shadow_train``, ``cfg.identity_shadow_train`` for the identity task) and on the validation
@@ -303,7 +316,12 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, spec: Attack, *
     unconditional, trained and scored against the identity's ``M`` images only. With ``spec.curves`` the
     reconstructor is scored after every pass over the heads (:func:`training_curves`): the validation heads' Eq. (3)
     loss and TPR at FPR = 0.01, the latter against surrogate draws from a generator of their own, so that the run's
-    numbers do not change."""
+    numbers do not change.
+
+    Returned in two parts, so that reconstructors can train together (:func:`run_attacks`): the reconstructor's
+    training (:class:`~compendium.attacks.shadow_reconstructor.ReconstructorTraining`, not yet run) and
+    ``finish(history, seconds)``, which scores the trained reconstructor and returns the
+    :class:`~compendium.attacks.transfer_heads.AttackResult`."""
     if not isinstance(spec, Attack):
         raise ValueError(f"spec={spec!r}; allowed: an Attack (compendium.attacks.transfer_heads.Attack)")
     identity, canonical, ood = spec.identity, spec.canonical, spec.ood
@@ -365,23 +383,23 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, spec: Attack, *
                                              size=train_x.shape[-1], generator=generator)
     else:
         model = models.MLPReconstructor(inputs, tuple(train_x.shape[1:]), width, generator=generator)
-    start = time.perf_counter()
-    with locked(checkpoint):  # the same job twice at once: the second waits, then loads the first's training
-        history = attack.train_reconstructor(model, train_weights, train_sets[:, :1] if identity else train_sets,
-                                             train_x, statistics=statistics, perceptual=perceptual,
-                                             conditional=conditional, epochs=math.ceil(steps * 32 / shadow_train),
-                                             generator=generator, device=cfg.device, progress=progress,
-                                             on_epoch=on_epoch, checkpoint=checkpoint)
-    history["steps"] = [math.ceil(shadow_train / 32) * (epoch + 1) for epoch in range(len(history["loss"]))]
-    seconds["reconstructor"] = time.perf_counter() - start
+    training = attack.ReconstructorTraining(model, train_weights, train_sets[:, :1] if identity else train_sets,
+                                            train_x, math.ceil(steps * 32 / shadow_train), generator,
+                                            statistics=statistics, perceptual=perceptual, conditional=conditional,
+                                            on_epoch=on_epoch, checkpoint=checkpoint)
 
-    surrogate = statistics.surrogate(val_count, generator)
-    h0 = attack.min_mse_table(model, val_w, val_images, conditional=conditional)
-    h1 = attack.min_mse_table(model, surrogate, val_images, conditional=conditional)
-    h_prior = attack.prior_table(pool.train[0], val_images, generator)  # prior draws disjoint from the sets
-    tau = attack.nearest_neighbour_threshold(val_x, pool.train[0], device=cfg.device)
-    return AttackResult(set_size, tau, h0, h1, h_prior, float(accuracy.mean()), float(accuracy.std()), model,
-                        statistics, val_w, val_sets, surrogate, history, seconds, conditional, identity, scores)
+    def finish(history: dict, reconstructor_seconds: float) -> AttackResult:
+        history["steps"] = [math.ceil(shadow_train / 32) * (epoch + 1) for epoch in range(len(history["loss"]))]
+        seconds["reconstructor"] = reconstructor_seconds
+        surrogate = statistics.surrogate(val_count, generator)
+        h0 = attack.min_mse_table(model, val_w, val_images, conditional=conditional)
+        h1 = attack.min_mse_table(model, surrogate, val_images, conditional=conditional)
+        h_prior = attack.prior_table(pool.train[0], val_images, generator)  # prior draws disjoint from the sets
+        tau = attack.nearest_neighbour_threshold(val_x, pool.train[0], device=cfg.device)
+        return AttackResult(set_size, tau, h0, h1, h_prior, float(accuracy.mean()), float(accuracy.std()), model,
+                            statistics, val_w, val_sets, surrogate, history, seconds, conditional, identity, scores)
+
+    return training, finish
 
 
 #: The sections of :func:`chapter_attacks`, in the notebook's order; the identity task's attacks run on its own pools
@@ -430,11 +448,17 @@ def run_attacks(cfg: Settings, pool: Pools, extractor: Extractor, specs: list[At
     a GPU or where a book build gives each chapter one core). The reconstructor's small matrix products (batches of
     32 heads) keep two cores busier as two trainings side by side than as one training on two threads
     (``benchmarks/bench.py`` measures the ratio). Each attack draws only from generators of its own, so the results
-    are those of the attacks run one after another; the first error is raised once every attack has ended."""
+    are those of the attacks run one after another; the first error is raised once every attack has ended.
+
+    With ``cfg.stack_reconstructors`` (``None``: on CUDA) the attacks' reconstructors that share an architecture, a
+    number of heads and a length train as one stacked model instead (:func:`run_stacked`)."""
     specs = list(specs)
     for spec in specs:
         if not isinstance(spec, Attack):
             raise ValueError(f"spec={spec!r}; allowed: an Attack (compendium.attacks.transfer_heads.Attack)")
+    stack = cfg.stack_reconstructors
+    if stack or (stack is None and resolve_device(cfg.device).type == "cuda"):
+        return run_stacked(cfg, pool, extractor, specs, progress=progress)
     if workers is None:
         workers = 1 if resolve_device(cfg.device).type != "cpu" else torch.get_num_threads()
     validation.integer("workers", workers)
@@ -449,6 +473,45 @@ def run_attacks(cfg: Settings, pool: Pools, extractor: Extractor, specs: list[At
         return [future.result() for future in futures]
     finally:
         torch.set_num_threads(threads)
+
+
+def run_stacked(cfg: Settings, pool: Pools, extractor: Extractor, specs: list[Attack], *, progress: bool = False
+                ) -> list[AttackResult]:
+    """:func:`run_attack` for each of ``specs`` with the reconstructors that share
+    :meth:`~compendium.attacks.shadow_reconstructor.ReconstructorTraining.stack_key` (architecture, heads, epochs,
+    loss) trained as one stacked model (:func:`~compendium.attacks.shadow_reconstructor.train_reconstructors`): the
+    results of the separate attacks up to float rounding.  With ``cfg.shadow_dir`` a group holds its members'
+    checkpoint locks, skips those already finished (loaded, as :func:`run_attack` does), saves its stacked run
+    beside the first pending member's heads (``stacked-<digest>.pt``, resumed after a crash) and leaves each
+    member's finished checkpoint where :func:`run_attack` and the chapter's jobs find it.  A member's
+    ``seconds["reconstructor"]`` is its group's wall time."""
+    prepared = [prepare_attack(cfg, pool, extractor, spec, progress=progress) for spec in specs]
+    groups: dict[tuple, list[int]] = {}
+    for i, (training, _) in enumerate(prepared):
+        groups.setdefault(training.stack_key(), []).append(i)
+    results: list[AttackResult | None] = [None] * len(specs)
+    for members in groups.values():
+        trainings = [prepared[i][0] for i in members]
+        start = time.perf_counter()
+        with ExitStack() as held:
+            for path in sorted({t.checkpoint for t in trainings if t.checkpoint is not None}):
+                held.enter_context(locked(path))  # in one order, so that two runs never wait on each other
+            pending = [t for t in trainings if t.checkpoint is None or (train.checkpoint_progress(t.checkpoint)
+                                                                         or (0, 1))[0] < t.epochs]
+            stacked = {}
+            if len(pending) > 1:
+                names = "|".join(str(t.checkpoint) for t in pending)
+                group = (None if any(t.checkpoint is None for t in pending) else pending[0].checkpoint.with_name(
+                    f"stacked-{hashlib.sha256(names.encode()).hexdigest()[:12]}.pt"))
+                histories = attack.train_reconstructors(pending, device=cfg.device, progress=progress,
+                                                        checkpoint=group)
+                stacked = {id(t): history for t, history in zip(pending, histories)}
+            histories = [stacked[id(t)] if id(t) in stacked else t.run(device=cfg.device, progress=progress)
+                         for t in trainings]
+        seconds = time.perf_counter() - start
+        for i, history in zip(members, histories):
+            results[i] = prepared[i][1](history, seconds)
+    return results
 
 
 def clipping_sweep(cfg: Settings, pool: Pools, extractor: Extractor, norms: tuple[float, ...], *,
