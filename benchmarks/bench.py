@@ -6,13 +6,15 @@ Budgets: the test suite (``python -m pytest -q``, printed with its 25 slowest te
 minutes) with all six chapters, of which each chapter's ``ci`` execution (printed per chapter) is a part; one exact
 subsampled ReRo bound for T = 1000 steps under 2 s; batched shadow-head training at least 50 times faster per head
 than a loop over heads (the row's time is for 5,000 heads); two of the transfer-learning chapter's attacks side by
-side against one after another (the ratio, and the same tables: the row fails if they differ); the transfer-learning
-chapter within 60 s at ``ci`` and 6 min at ``book`` scale, the diffusion chapter within 60 s and 8 min (with its
-prior's training time and the time of one DPS and one DSG reconstruction printed); the whole book at ``book`` scale
-(every chapter executed afresh, as many at once as ``make book`` runs them, ``book.default_jobs``, then rendered)
-under 900 s, with its speed-up over the chapters' own times one after the other (the ``book`` rows above, measured in
-the same run). Chapters are executed with ``force`` into a temporary folder, so the timings never come from the cache
-and ``_build`` is left alone. Exits 1 when anything fails or is over budget.
+side against one after another (the ratio, and the same tables: the row fails if they differ); five of its
+reconstructors as one stacked model against one after another (the ratio; the row fails if their losses differ by
+more than float rounding); the transfer-learning chapter within 60 s at ``ci`` and 6 min at ``book`` scale, the
+diffusion chapter within 60 s and 8 min (with its prior's training time and the time of one DPS and one DSG
+reconstruction printed); the whole book at ``book`` scale (every chapter executed afresh, as many at once as ``make
+book`` runs them, ``book.default_jobs``, then rendered) under 900 s, with its speed-up over the chapters' own times
+one after the other (the ``book`` rows above, measured in the same run). Chapters are executed with ``force`` into a
+temporary folder, so the timings never come from the cache and ``_build`` is left alone. Exits 1 when anything fails
+or is over budget.
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ TEST_BUDGET_S = 360  # the house's 6 minutes on 2 cores
 BOOK_BUDGET_S = 900  # the issue's 15 minutes on 2 cores (the house's budget is 30)
 SUBSAMPLED_BUDGET_S = 2
 SHADOW_SPEEDUP_MIN = 50  # batched shadow-head training against a loop over heads
+STACKED_TOLERANCE = 1e-4  # stacked and separate reconstructors' mean losses: the same up to float rounding
 #: The issues' budgets for the two training-heavy chapters (2 CPU cores).
 CHAPTER_BUDGETS_S = {("transfer_learned", "ci"): 60, ("transfer_learned", "book"): 360,
                      ("diffusion", "ci"): 60, ("diffusion", "book"): 480}
@@ -201,6 +204,20 @@ def side_by_side_speedup(steps: int = 1500) -> dict[str, float]:
             "speedup": seconds["one after another"] / seconds["side by side"], "difference": difference}
 
 
+def stacked_speedup(models: int = 5, steps: int = 300) -> dict[str, float]:
+    """``models`` of the transfer-learning chapter's book-scale reconstructors (the 660 -> 512 -> 512 -> 64 MLP) for
+    ``steps`` Adam steps each, one after another and as one stacked model, side by side in one run
+    (``gpu_check.stacked_timing``, which the GPU check runs with Table 2's generator): milliseconds per step of all
+    ``models``, the ratio and the largest relative difference of a model's mean training loss."""
+    from gpu_check import stacked_timing
+
+    from compendium import models as networks
+
+    found = stacked_timing("cpu", build=lambda g: networks.MLPReconstructor(660, (1, 8, 8), 512, generator=g),
+                           inputs=660, image=(1, 8, 8), models=models, steps=steps)
+    return {**found, "separate_ms": 1e3 * found["separate_s"] / steps, "stacked_ms": 1e3 * found["stacked_s"] / steps}
+
+
 def paper_heads_minutes(heads: int = 20_000, features: int = 256) -> dict[int, float]:
     """Minutes to train the paper's 2.56 million MNIST heads per ``N`` (Table 3's recipe on 256 VGGtiny-sized
     features; random non-negative features stand in for them), extrapolated from ``heads`` heads trained at once.
@@ -283,6 +300,11 @@ def main(argv: list[str] | None = None) -> int:
                  f"{both['sequential_ms']:.2f} ms/step on {both['threads']} threads; "
                  f"max |H0 diff| {both['difference']:.0e})", both["side_by_side_ms"] / 1e3, None,
                  both["difference"] == 0))
+    stacked = stacked_speedup()
+    rows.append((f"{stacked['models']} reconstructors stacked: x{stacked['speedup']:.2f} ({stacked['stacked_ms']:.2f} "
+                 f"vs {stacked['separate_ms']:.2f} ms a step of all; losses within "
+                 f"{stacked['loss_rel_diff']:.0e})", stacked["stacked_s"], None,
+                 stacked["loss_rel_diff"] < STACKED_TOLERANCE))
     minutes = paper_heads_minutes()
     rows.append((f"2.56e6 MNIST-sized heads: N=10 {minutes[10]:.1f} min, N=40 {minutes[40]:.1f} min "
                  "(authors: 3.2 / 6.1 CPU h)", 60 * minutes[40], None, True))

@@ -189,6 +189,63 @@ def reconstructor_item(device, tiny: bool) -> list[dict]:
              "paper_note": "authors' README, one V100, N = 10"}]
 
 
+def stacked_timing(device, *, build, inputs: int, image: tuple, models: int, steps: int) -> dict:
+    """``models`` reconstructors (``build(generator)``, each from its own initial weights) trained for ``steps`` Adam
+    steps on batches of 32 of synthetic heads (``inputs`` = weights + 10 classes) and ``image``-shaped targets, side
+    by side in one run: one after another (:meth:`ReconstructorTraining.run`, the chapter's path) and as one stacked
+    model (:func:`train_reconstructors`), the same data, draws and initial weights.  Returns the seconds of each,
+    their ratio and the largest relative difference of a model's mean training loss between the two (float
+    rounding: stacked products round otherwise)."""
+    import torch
+
+    from compendium.attacks import shadow_reconstructor as attack
+
+    g = torch.Generator().manual_seed(0)
+    pool = torch.randint(0, 256, (4096, *image), generator=g, dtype=torch.uint8)
+
+    def trainings(count: int) -> list:
+        data = torch.Generator().manual_seed(count)
+        return [attack.ReconstructorTraining(build(torch.Generator().manual_seed(k)),
+                                             torch.randn(32 * count, inputs - 10, generator=data),
+                                             torch.randint(0, len(pool), (32 * count, 10, 1), generator=data), pool,
+                                             1, torch.Generator().manual_seed(100 + k)) for k in range(models)]
+
+    def separate(group):
+        return [t.run(device=str(device), progress=False) for t in group]
+
+    def stacked(group):
+        return attack.train_reconstructors(group, device=str(device), progress=False)
+
+    for warm_up in (separate, stacked):  # kernels, the allocator, vmap's first trace
+        warm_up(trainings(2))
+    alone, together = trainings(steps), trainings(steps)
+    found = {}
+    seconds = {"separate_s": _seconds(lambda: found.setdefault("separate", separate(alone)), device),
+               "stacked_s": _seconds(lambda: found.setdefault("stacked", stacked(together)), device)}
+    difference = max(abs(a["loss"][0] / b["loss"][0] - 1) for a, b in zip(found["separate"], found["stacked"]))
+    return {**seconds, "speedup": seconds["separate_s"] / seconds["stacked_s"], "loss_rel_diff": difference,
+            "models": models, "steps": steps}
+
+
+def stacked_item(device, tiny: bool) -> list[dict]:
+    """The transfer-learning chapter's sweeps on a GPU: five of Table 2's MNIST generators (the DP-SGD sweep's five
+    noise levels share architecture, heads and length) trained one after another and as one stacked model
+    (:func:`stacked_timing`), the same steps; a step here is one Adam step of all five."""
+    from compendium import models
+
+    width, steps = (16, 4) if tiny else (256, 50)
+    found = stacked_timing(device, build=lambda g: models.ResidualReconstructor(2580, width, 1, 32, generator=g),
+                           inputs=2580, image=(1, 32, 32), models=5, steps=steps)
+    per_step = found["stacked_s"] / steps
+    return [{"item": "transfer: 5 stacked reconstructors, 1e6 Adam steps (Table 2, MNIST, batch 32 each)",
+             "unit": "step", "per_step_s": per_step, "count": 1e6, "hours": per_step * 1e6 / 3600,
+             "paper_hours": None, "speedup": found["speedup"], "separate_per_step_s": found["separate_s"] / steps,
+             "loss_rel_diff": found["loss_rel_diff"],
+             "paper_note": f"x{found['speedup']:.2f} over the five one after another "
+                           f"({found['separate_s'] / steps:.3g} s a step of all five); losses within "
+                           f"{found['loss_rel_diff']:.1e}"}]
+
+
 #: ``google/ddpm-celebahq-256``'s UNet2DModel configuration (its config.json), built here with random weights.
 DDPM_CELEBAHQ_256 = dict(sample_size=256, in_channels=3, out_channels=3, layers_per_block=2,
                          block_out_channels=(128, 128, 256, 256, 512, 512),
@@ -298,7 +355,7 @@ def ziller_item(device, tiny: bool) -> list[dict]:
              "count": 15_000, "hours": seconds * 15_000 / 3600, "paper_hours": None, "paper_note": "not stated"}]
 
 
-PAPER_ITEMS = (heads_item, reconstructor_item, diffusion_item, hcr_item, ziller_item)
+PAPER_ITEMS = (heads_item, reconstructor_item, stacked_item, diffusion_item, hcr_item, ziller_item)
 
 
 def paper_sizes(device, tiny: bool) -> list[dict]:

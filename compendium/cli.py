@@ -1,5 +1,7 @@
 """Command line: ``python -m compendium build`` renders the book, ``python -m compendium run CHAPTER`` reruns a chapter,
 ``python -m compendium plan CHAPTER|all [--scale paper] [--json]`` prints what a run costs (:mod:`compendium.plan`),
+``python -m compendium jobs CHAPTER [--scale paper] [--set KEY=VALUE ...] [--run K]`` lists a chapter's independent
+trainings and runs one of them (one process per GPU; the transfer-learning chapter's sweeps),
 ``python -m compendium student-edition OUT`` writes the chapters without their solutions (:mod:`compendium.student`),
 ``python -m compendium risk ...`` is the reconstruction-risk calculator (:mod:`compendium.risk`) and
 ``python -m compendium dithering --feature-noise S (--feature-gain G | --matrix A.npy) [--releases T]`` its row for
@@ -12,8 +14,10 @@ valid values, before any work.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import math
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -120,6 +124,23 @@ def _parser() -> argparse.ArgumentParser:
                        help="with --markdown: write the table into this page's generated plan (book/reproduce.md)")
     costs.set_defaults(action=_plan)
 
+    work = commands.add_parser(
+        "jobs", help="list a chapter's independent trainings at a scale, or run one of them (one process per GPU)",
+        description="Each job trains one of the chapter's reconstructors to its checkpoint in shadow_dir (resumed when "
+                    "partial); the chapter's notebook, run afterwards, loads every finished one instead of training.")
+    work.add_argument("chapter", type=_chapter, metavar="CHAPTER", help="a chapter with jobs (transfer_learned)")
+    work.add_argument("--scale", default="paper", choices=chapters.SCALES, help="paper (default), book or ci")
+    work.add_argument("--device", default="auto", type=_device,
+                      help="auto (default: CUDA when available, else CPU), cpu, cuda or cuda:K")
+    work.add_argument("--seed", type=_seed, default=0, help="random seed, an integer >= 0 (default 0)")
+    work.add_argument("--set", dest="overrides", action="append", default=[], type=_setting, metavar="KEY=VALUE",
+                      help="a setting of the chapter, as the notebook's overrides (a Python literal, e.g. "
+                           "shadow_dir=/scratch/heads or set_sizes=10,40); repeat for several")
+    work.add_argument("--run", type=int, default=None, metavar="K", help="run job K of the list (from 0)")
+    work.add_argument("--cards", type=_jobs, default=None, metavar="G",
+                      help="GPUs the printed shell lines share the jobs among (default: the cards visible here)")
+    work.set_defaults(action=_chapter_jobs)
+
     students = commands.add_parser("student-edition",
                                    help="write the chapter notebooks without the exercises' solutions into a folder")
     students.add_argument("out", type=Path, metavar="OUT", help="the folder to write the notebooks into")
@@ -215,6 +236,59 @@ def _plan(args: argparse.Namespace) -> None:
         print(json.dumps(found if args.chapter == "all" else found[args.chapter], indent=1, allow_nan=False))
     else:
         print("\n\n".join(p.text() for p in plans.values()))
+
+
+def _setting(text: str) -> tuple[str, object, str]:
+    """``KEY=VALUE`` as a setting ``(KEY, value, text)``: the value a Python literal (a list becomes a tuple), else the
+    string itself."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.isidentifier():
+        raise argparse.ArgumentTypeError(f"{text!r}; allowed: KEY=VALUE with KEY a setting's name")
+    try:
+        parsed = ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        parsed = value
+    return key, tuple(parsed) if isinstance(parsed, list) else parsed, text
+
+
+def _chapter_jobs(args: argparse.Namespace) -> None:
+    module = chapters.chapter(args.chapter).module
+    if not hasattr(module, "chapter_jobs"):
+        raise ValueError(f"chapter={args.chapter!r} has no separate jobs; allowed: a chapter whose module lists them "
+                         "(transfer_learned)")
+    overrides = {key: value for key, value, _ in args.overrides}
+    cfg = module.settings(args.scale, args.device, args.seed, **overrides)
+    try:
+        _list_or_run_jobs(args, module, cfg)
+    except FileNotFoundError as err:  # the data a job reads (and whose sizes name its checkpoint) is not in place
+        raise ValueError(str(err)) from err
+
+
+def _list_or_run_jobs(args: argparse.Namespace, module, cfg) -> None:
+    if args.run is not None:
+        start = time.perf_counter()
+        job, result = module.run_job(cfg, args.run)
+        summary = result.summary()
+        print(f"job {job.index} ({job.label}) finished in {time.perf_counter() - start:.0f} s: TPR at FPR = 0.01 "
+              f"{summary['TPR@FPR=0.01']:.3f}; saved in {job.checkpoint or 'nothing (no shadow_dir)'}")
+        return
+    if args.cards is None:
+        import torch
+
+        args.cards = max(1, torch.cuda.device_count())
+    listed = module.chapter_jobs(cfg)
+    width = max(len(job.label) for job in listed)
+    lines = [f"{len(listed)} jobs of {args.chapter} at {args.scale} scale (seed {args.seed}), one reconstructor "
+             f"each, saved in shadow_dir={cfg.shadow_dir}:"]
+    statuses = [job.status() for job in listed]
+    lines += [f"{job.index:>3}  {job.label:<{width}}  {status:<24}  {job.checkpoint}"
+              for job, status in zip(listed, statuses)]
+    lines += ["", module.SHARED_STEPS, ""]
+    command = " ".join(["python -m compendium jobs", args.chapter, "--scale", args.scale]
+                       + (["--seed", str(args.seed)] if args.seed else [])
+                       + [f"--set {shlex.quote(text)}" for _, _, text in args.overrides])
+    pending = [job.index for job, status in zip(listed, statuses) if status != "done"]
+    print("\n".join(lines + [module.job_commands(command, pending, cards=args.cards)]))
 
 
 def _student_edition(args: argparse.Namespace) -> None:

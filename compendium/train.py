@@ -13,6 +13,7 @@ and moved to the device, so results do not depend on the device's random stream.
 """
 from __future__ import annotations
 
+import copy
 import math
 import os
 import time
@@ -224,12 +225,202 @@ def _load_checkpoint(path: Path, identity: dict, model: nn.Module, opt, generato
         opt.load_state_dict(payload["optimizer"])
     generator.set_state(payload["generator"])
     torch.random.set_rng_state(payload["torch_cpu"])
-    if payload["torch_cuda"] is not None and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(payload["torch_cuda"])
+    if payload["torch_cuda"] is not None and torch.cuda.is_available():  # the cards this process sees, of those saved
+        torch.cuda.set_rng_state_all(payload["torch_cuda"][:torch.cuda.device_count()])
     state = payload["state"]
     if state["perm"] is not None:
         state["perm"] = state["perm"].to(generator.device)
     return state, payload["history"]
+
+
+#: What a loss function given to :func:`fit_stacked` gets and returns: ``forward``, which maps inputs stacked over
+#: the K models (K, B, ...) to their outputs (K, B, ...), each model on its own slice, and ``batches``, each model's
+#: batch (a tuple of tensors from its own data); it returns each model's loss (K,), its batch's mean.
+StackedLossFunction = Callable[[Callable[[torch.Tensor], torch.Tensor], list], torch.Tensor]
+
+
+def fit_stacked(models: list[nn.Module], loss_fn: StackedLossFunction, datas: list[tuple], *, epochs: int,
+                generators: list[torch.Generator], optimizer: str = "adamw", lr: float = 1e-3,
+                weight_decay: float | None = None, momentum: float = 0.9, batch_size: int = 32, device: str = "auto",
+                progress: bool = True, desc: str = "stacked training", on_epoch: list | None = None,
+                fused: bool = False, checkpoint: str | Path | None = None, checkpoints: list | None = None,
+                checkpoint_steps: int = 10_000, checkpoint_seconds: float = 600.0) -> list[dict[str, list[float]]]:
+    """K models of one architecture trained as one stacked model, the same as K calls of :func:`fit` up to float
+    rounding: model ``k`` on its own data ``datas[k]`` (a tuple of tensors; every model's of the same leading size
+    B), shuffled every epoch by its own ``generators[k]`` (its permutation, then every draw ``loss_fn`` makes for it,
+    in :func:`fit`'s order), from its own initial weights.  One step is one computation for all K
+    (:func:`torch.func.stack_module_state`, :func:`torch.func.functional_call` under :func:`torch.func.vmap`), so a
+    GPU is busy with K batches of 32 at once instead of one; BatchNorm's running statistics are stacked too.  One
+    optimiser updates the stacked parameters: Adam, AdamW and SGD act on every element alone with a step count that
+    all K share, so it is K optimisers (``fused`` as :func:`fit`'s).
+
+    ``on_epoch[k]`` (a list of callables or ``None``) is :func:`fit`'s ``on_epoch`` for model ``k``, called with that
+    model holding the epoch's weights.  ``checkpoint`` (a file) saves the stacked run as :func:`fit` saves one (every
+    ``checkpoint_steps`` steps or ``checkpoint_seconds`` seconds, atomically) and resumes it bit-identically.
+    ``checkpoints[k]`` (files), when given, receive model ``k``'s finished run in :func:`fit`'s format after the last
+    step, so that ``fit(..., checkpoint=checkpoints[k])`` loads it instead of training; the stacked checkpoint is
+    then removed.  Returns each model's history; the models are left on ``device`` with their trained weights, in
+    ``train()`` mode."""
+    if not (isinstance(models, (list, tuple)) and models and all(isinstance(m, nn.Module) for m in models)):
+        raise ValueError(f"models={models!r}; allowed: a non-empty list of torch.nn.Module")
+    K = len(models)
+    shapes = [[(name, tuple(t.shape)) for name, t in (*m.named_parameters(), *m.named_buffers())] for m in models]
+    if any(type(m) is not type(models[0]) or s != shapes[0] for m, s in zip(models, shapes)):
+        raise ValueError("models of different architectures; allowed: models with the same parameters and buffers")
+    if not (isinstance(datas, (list, tuple)) and len(datas) == K and all(
+            isinstance(d, (tuple, list)) and d and all(isinstance(t, torch.Tensor) and t.ndim for t in d)
+            for d in datas)):
+        raise ValueError(f"datas of {len(datas) if isinstance(datas, (list, tuple)) else datas!r}; allowed: one "
+                         f"tuple of tensors for each of the {K} models")
+    size = datas[0][0].shape[0]
+    if size == 0 or any(t.shape[0] != size for d in datas for t in d):
+        raise ValueError(f"data of leading sizes {[[t.shape[0] for t in d] for d in datas]}; allowed: one size B >= 1 "
+                         "for every model's tensors (the models step together)")
+    if not (isinstance(generators, (list, tuple)) and len(generators) == K):
+        raise ValueError(f"generators={generators!r}; allowed: one torch.Generator for each of the {K} models")
+    for g in generators:
+        validation.generator("generators", g)
+    if on_epoch is not None and len(on_epoch) != K:
+        raise ValueError(f"on_epoch of length {len(on_epoch)}; allowed: None or one callable (or None) per model")
+    if checkpoints is not None and len(checkpoints) != K:
+        raise ValueError(f"checkpoints of length {len(checkpoints)}; allowed: None or one file per model")
+    validation.integer("epochs", epochs)
+    lr = validation.positive("lr", lr)
+    validation.choice("optimizer", optimizer, OPTIMIZERS)
+    validation.integer("batch_size", batch_size)
+    validation.integer("checkpoint_steps", checkpoint_steps)
+    checkpoint_seconds = validation.positive("checkpoint_seconds", checkpoint_seconds)
+    if fused and optimizer == "sgd":
+        raise ValueError("fused=True; allowed only with optimizer 'adam' or 'adamw'")
+    dev = resolve_device(device)
+    for model in models:
+        model.to(dev).train()
+    params, buffers = torch.func.stack_module_state(list(models))
+    base = copy.deepcopy(models[0]).to("meta")
+    stacked = torch.func.vmap(lambda p, b, x: torch.func.functional_call(base, (p, b), (x,)))
+
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        return stacked(params, buffers, x)
+
+    opt = _make_optimizer(optimizer, list(params.values()), lr, weight_decay, momentum, fused=fused or None)
+    fresh = lambda epoch: {"epoch": epoch, "batch": 0, "perms": None, "totals": [0.0] * K, "seen": 0}
+    state, histories = fresh(0), [{"loss": []} for _ in models]
+    identity = {"epochs": epochs, "batch_size": batch_size, "size": size, "optimizer": optimizer, "lr": lr,
+                "parameters": [list(p.shape) for p in models[0].parameters()], "models": K}
+    if checkpoint is not None:
+        checkpoint = Path(checkpoint)
+        if checkpoint.is_file():
+            state, histories = _load_stacked(checkpoint, identity, params, buffers, opt, generators)
+    last_save, steps_since = time.monotonic(), 0
+    for epoch in tqdm(range(state["epoch"], epochs), desc=desc, unit="epoch", disable=not progress):
+        if state["perms"] is None:
+            state["perms"] = [torch.randperm(size, generator=g, device=g.device) for g in generators]
+        for start in tqdm(range(state["batch"] * batch_size, size, batch_size), total=math.ceil(size / batch_size),
+                          initial=state["batch"], desc=f"epoch {epoch + 1}/{epochs}", unit="batch", leave=False,
+                          disable=not progress):
+            batches = [tuple(t[perm[start:start + batch_size].to(data[0].device)].to(dev, non_blocking=True)
+                             for t in data) for perm, data in zip(state["perms"], datas)]
+            opt.zero_grad(set_to_none=True)
+            losses = loss_fn(forward, batches)
+            losses.sum().backward()  # each model's parameters get its own loss's gradient
+            opt.step()
+            n = batches[0][0].shape[0]
+            state["totals"] = [total + value * n for total, value in zip(state["totals"], losses.detach().tolist())]
+            state["seen"] += n
+            state["batch"] += 1
+            steps_since += 1
+            if checkpoint is not None and (steps_since >= checkpoint_steps
+                                           or time.monotonic() - last_save >= checkpoint_seconds):
+                _save_stacked(checkpoint, identity, state, histories, params, buffers, opt, generators)
+                last_save, steps_since = time.monotonic(), 0
+        for history, total in zip(histories, state["totals"]):
+            history["loss"].append(total / state["seen"])
+        if on_epoch is not None and any(on_epoch):
+            _unstack(models, params, buffers)
+            for model, history, callback in zip(models, histories, on_epoch):
+                _record_epoch(model, callback, history)
+        state = fresh(epoch + 1)
+    _unstack(models, params, buffers)
+    if checkpoint is not None:
+        _save_stacked(checkpoint, identity, state, histories, params, buffers, opt, generators)
+    if checkpoints is not None:  # each model's finished run, as fit writes it
+        done = {"epoch": epochs, "batch": 0, "perm": None, "total_loss": 0.0, "counts": {}, "seen": 0}
+        for path, model, history, g in zip(checkpoints, models, histories, generators):
+            single = {key: value for key, value in identity.items() if key != "models"}
+            _save_checkpoint(Path(path), single, done, history, model, None, g)
+        if checkpoint is not None:
+            checkpoint.unlink()
+    return histories
+
+
+def _record_epoch(model: nn.Module, callback, history: dict) -> None:
+    """``callback(model)`` (``None``: nothing) with the model in ``eval()`` mode and gradients off, its values appended
+    to ``history``, as :func:`fit` calls its ``on_epoch``."""
+    if callback is None:
+        return
+    model.eval()
+    with torch.no_grad():
+        history.update({name: [*history.get(name, []), float(value)] for name, value in callback(model).items()})
+    model.train()
+
+
+def _unstack(models: list[nn.Module], params: dict, buffers: dict) -> None:
+    """Copy the stacked parameters and buffers of :func:`fit_stacked` into each model."""
+    stacked = params | buffers
+    with torch.no_grad():
+        for k, model in enumerate(models):
+            for name, tensor in (*model.named_parameters(), *model.named_buffers()):
+                tensor.copy_(stacked[name][k])
+
+
+def _save_stacked(path: Path, identity: dict, state: dict, histories: list, params: dict, buffers: dict, opt,
+                  generators: list) -> None:
+    """:func:`fit_stacked`'s checkpoint, written as :func:`fit`'s is (:func:`_replace_atomically`)."""
+    _replace_atomically(path, {"identity": identity, "state": state, "histories": histories,
+                               "params": {k: v.detach() for k, v in params.items()}, "buffers": buffers,
+                               "optimizer": opt.state_dict(), "generators": [g.get_state() for g in generators],
+                               "torch_cpu": torch.random.get_rng_state()})
+
+
+def _replace_atomically(path: Path, payload: dict) -> None:
+    """``payload`` saved to ``<path>.part``, then renamed over ``path``: a crash leaves the old file or the new."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".part")
+    torch.save(payload, partial)
+    os.replace(partial, path)
+
+
+def _load_stacked(path: Path, identity: dict, params: dict, buffers: dict, opt, generators: list
+                  ) -> tuple[dict, list]:
+    """Restore :func:`fit_stacked`'s run from ``path``; returns its position and histories."""
+    payload = torch.load(path, map_location="cpu", weights_only=True)
+    if payload["identity"] != identity:
+        raise ValueError(f"checkpoint {path} holds a run of other settings ({payload['identity']}; this run: "
+                         f"{identity}); remove it or choose another path")
+    with torch.no_grad():
+        for mine, saved in ((params, payload["params"]), (buffers, payload["buffers"])):
+            for name, tensor in mine.items():
+                tensor.copy_(saved[name])
+    opt.load_state_dict(payload["optimizer"])
+    for g, saved in zip(generators, payload["generators"]):
+        g.set_state(saved)
+    torch.random.set_rng_state(payload["torch_cpu"])
+    state = payload["state"]
+    if state["perms"] is not None:
+        state["perms"] = [perm.to(g.device) for perm, g in zip(state["perms"], generators)]
+    return state, payload["histories"]
+
+
+def checkpoint_progress(path: str | Path) -> tuple[int, int] | None:
+    """Where the run that :func:`fit` saved in ``path`` stands, read without loading its tensors (memory-mapped):
+    ``(epochs done, epochs)``, equal for a finished run (which :func:`fit` loads instead of training); ``None`` where
+    there is no file.  The checkpoint names no device: a run saved on one card resumes, or is loaded, on another
+    card or on the CPU."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    payload = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    return int(payload["state"]["epoch"]), int(payload["identity"]["epochs"])
 
 
 def train_classifier(model: nn.Module,

@@ -361,9 +361,11 @@ def test_paper_scale_pipeline_on_small_files(tmp_path):
     with pytest.raises(FileNotFoundError, match="VGGtiny_classifier_EMNIST_50EP.pth"):
         chapter.feature_extractor(with_checkpoint("missing.pth"), pool)
     result = chapter.run_attack(cfg, pool, extractor, chapter.Attack(10), progress=False)
-    stored = sorted((tmp_path / "heads").iterdir())
+    stored = sorted(p for p in (tmp_path / "heads").iterdir() if p.suffix != ".lock")  # the writers' lock files
     assert stored[0].name == "extractor-vggtiny-emnist52-epochs1-seed0.pt"  # VGGtiny's training, saved
-    stored = stored[1:]
+    assert stored[1].name == "features-extractor-vggtiny-emnist52-epochs1-seed0.pt"  # the pools' features, saved
+    assert torch.equal(extractor.pool_features(pool)[0], extractor.features(pool.train[0]))  # read from the file
+    stored = stored[2:]
     assert [p.name for p in stored] == ["mnist-N10-K40-std0.002-sigmaNone-seed0"]
     assert (stored[0] / "weights.npy").stat().st_size > 40 * 2570 * 4
     # the reconstructor's training is saved beside its heads, and the second run below loads it
@@ -683,7 +685,7 @@ def test_celeba_experiment_on_small_files(tmp_path, monkeypatch):
     assert all(torch.equal(a, b) for a, b in zip(again.features, pool.features))
     assert torch.equal(again.train[0], train_x) and torch.equal(again.validation[0], val_x)
     result = chapter.run_attack(cfg, pool, extractor, chapter.Attack(10, task="identity"), progress=False)
-    stored = [p.name for p in (tmp_path / "heads").iterdir()]
+    stored = [p.name for p in (tmp_path / "heads").iterdir() if p.suffix != ".lock"]  # no lock file
     assert stored == ["celeba-identity-N10-K40-std0.0002-sigmaNone-seed0"]
     assert result.val_weights.shape == (4, 4 * (48 + 2) + 1) and result.h0.shape == (4, 1)
     assert isinstance(result.reconstructor, chapter.models.ResidualReconstructor)
@@ -804,3 +806,67 @@ def test_the_card_names_what_ran():
     card.check("tl-table5", holds=True, found="y")
     assert card.findings["tl-table4"].found == "MNIST, 32×32, `paper` scale: x"
     assert card.findings["tl-table5"].found == "CelebA, 64×64, `paper` scale: y"
+
+
+#: The ``ci`` settings cut to a second a job (every count the jobs read).
+TINY_JOBS = dict(shadow_train=256, shadow_val=16, reconstructor_steps=40, unconditional_steps=16,
+                 identity_shadow_train=64, identity_steps=8, dp_shadow_train=64, dp_reconstructor_steps=8)
+
+
+def test_jobs_are_the_notebooks_attacks_and_the_notebook_loads_a_finished_one(tmp_path, monkeypatch):
+    """The chapter's independent trainings as jobs (`python -m compendium jobs`): the list is the notebook's own
+    (chapter_attacks, whose sections the notebook's cells and sweeps run), each with its checkpoint in shadow_dir;
+    one job run alone leaves its training finished there, and the notebook's attack then loads it (no Adam step)
+    and gets the tables of a run that trained, bit for bit."""
+    cfg = chapter.settings("ci", "cpu", shadow_dir=str(tmp_path / "heads"), **TINY_JOBS)
+    listed = chapter.chapter_jobs(cfg)
+    sections = chapter.chapter_attacks(cfg)
+    assert list(sections) == list(chapter.SECTIONS)
+    assert [(j.section, j.key, j.spec) for j in listed] == [
+        (section, key, spec) for section, specs in sections.items() for key, spec in specs.items()]
+    assert [j.label for j in listed] == ["Table 1: N = 10", "Table 1: N = 40", "unconditional: N = 10",
+                                         "identity: N = 10", "DP-SGD: σ = 8"]
+    assert [j.status() for j in listed] == ["to run"] * 5 and chapter.job_count(cfg) == 5
+    assert listed[0].checkpoint.name == "reconstructor-mlp512-conditional-steps40-curves-val16.pt"
+    assert listed[0].checkpoint.parent.name == "digits-N10-K256-std0.002-sigmaNone-seed0"
+    job, result = chapter.run_job(cfg, 0, progress=False)
+    assert job == listed[0] and job.status() == "done"
+    assert [j.status() for j in chapter.chapter_jobs(cfg)] == ["done"] + ["to run"] * 4
+    with pytest.raises(ValueError, match="index=5; allowed: 0 to 4"):
+        chapter.run_job(cfg, 5)
+    with pytest.raises(ValueError, match="shadow_dir=None"):
+        chapter.run_job(dataclasses.replace(cfg, shadow_dir=None), 0)
+
+    pool = chapter.pools(cfg)
+    extractor = chapter.feature_extractor(cfg, pool)
+    steps, real = [], torch.optim.Adam.step
+    monkeypatch.setattr(torch.optim.Adam, "step", lambda self, *a, **k: (steps.append(1), real(self, *a, **k))[1])
+    loaded = chapter.run_attack(cfg, pool, extractor, sections["Table 1"][10], progress=False)
+    assert steps == []  # loaded, not trained
+    assert torch.equal(loaded.h0, result.h0) and loaded.history == result.history
+    fresh = chapter.run_attack(dataclasses.replace(cfg, shadow_dir=None), pool, extractor, sections["Table 1"][10],
+                               progress=False)
+    assert len(steps) == 40  # trained: 5 passes over 256 heads in batches of 32
+    assert torch.equal(fresh.h0, loaded.h0) and torch.equal(fresh.h1, loaded.h1)
+
+
+def test_stacked_reconstructors_give_the_attacks_of_separate_ones(tmp_path):
+    """With stack_reconstructors (on CUDA by default) a sweep's reconstructors of one architecture, heads count and
+    length train as one stacked model: the DP-SGD sweep's attacks equal the separate ones up to float rounding;
+    with shadow_dir each attack's checkpoint is left finished, and a later separate run loads it."""
+    cfg = chapter.settings("ci", "cpu", dp_noise_multipliers=(4.0, 8.0), **TINY_JOBS)
+    pool = chapter.pools(cfg)
+    extractor = chapter.feature_extractor(cfg, pool)
+    separate = chapter.run_section(cfg, pool, extractor, "DP-SGD")
+    stacked_cfg = dataclasses.replace(cfg, stack_reconstructors=True, shadow_dir=str(tmp_path))
+    stacked = chapter.run_section(stacked_cfg, pool, extractor, "DP-SGD")
+    assert list(stacked) == [4.0, 8.0]
+    for sigma, result in stacked.items():
+        np.testing.assert_allclose(result.history["loss"], separate[sigma].history["loss"], rtol=1e-5)
+        torch.testing.assert_close(result.h0, separate[sigma].h0, rtol=1e-4, atol=1e-6)
+    assert [j.status() for j in chapter.chapter_jobs(stacked_cfg) if j.section == "DP-SGD"] == ["done"] * 2
+    again = chapter.run_section(dataclasses.replace(stacked_cfg, stack_reconstructors=False), pool, extractor,
+                                "DP-SGD")
+    assert all(torch.equal(again[s].h0, stacked[s].h0) for s in stacked)
+    with pytest.raises(ValueError, match="stack_reconstructors=1"):
+        chapter.settings("ci", "cpu", stack_reconstructors=1)

@@ -154,3 +154,37 @@ def test_only_the_longest_chapter_runs_at_full_priority_beside_others() -> None:
         assert book.priority_prefix(1)[1:] == book.priority_prefix(4)[1:] == ["-n", "10"]
     with pytest.raises(ValueError, match="rank"):
         book.priority_prefix(-1)
+
+
+def test_jobs_lists_a_chapters_trainings_and_runs_one(tmp_path: Path, capsys) -> None:
+    """`python -m compendium jobs transfer_learned`: one line per job (index, what it trains, done or not, its
+    checkpoint), what the jobs share, and the shell lines for the cards (by hand, GNU parallel, a SLURM array);
+    `--run K` trains job K to its checkpoint, listed as done afterwards; bad requests exit 2 before any work."""
+    counts = {"shadow_train": 64, "shadow_val": 8, "reconstructor_steps": 4, "unconditional_steps": 4,
+              "identity_shadow_train": 64, "identity_steps": 4, "dp_shadow_train": 64, "dp_reconstructor_steps": 4}
+    settings = ["--set", f"shadow_dir={tmp_path / 'heads'}"]
+    for key, value in counts.items():
+        settings += ["--set", f"{key}={value}"]
+    command = ["jobs", "transfer_learned", "--scale", "ci", *settings]
+    assert cli.main([*command, "--cards", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("5 jobs of transfer_learned at ci scale")
+    assert "  2  unconditional: N = 10  to run" in out and "reconstructor-mlp512-unconditional-steps4-val8.pt" in out
+    assert "Shared steps:" in out and "file lock" in out
+    by_hand = [line for line in out.splitlines() if line.startswith("CUDA_VISIBLE_DEVICES=")]
+    assert [line.split()[0] for line in by_hand] == ["CUDA_VISIBLE_DEVICES=0", "CUDA_VISIBLE_DEVICES=1"]
+    assert by_hand[1].endswith("--run 1 &") and "python -m compendium jobs transfer_learned --scale ci --set" in out
+    assert "parallel -j 2" in out and "sbatch --array=0,1,2,3,4 --gpus=1" in out
+    assert cli.main([*command, "--run", "2", "--device", "cpu"]) == 0
+    assert "job 2 (unconditional: N = 10) finished" in capsys.readouterr().out
+    assert cli.main([*command, "--cards", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "  2  unconditional: N = 10  done" in out and "sbatch --array=0,1,3,4 " in out
+    for bad, message in (([*command, "--run", "5"], "index=5; allowed: 0 to 4"),
+                         (["jobs", "transfer_learned", "--scale", "ci", "--run", "0"], "shadow_dir=None"),
+                         (["jobs", "transfer_learned", "--scale", "ci", "--set", "shadow_heads=3"], "shadow_heads"),
+                         (["jobs", "hcr", "--scale", "ci"], "has no separate jobs")):
+        assert cli.main(bad) == 2
+        assert message in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["jobs", "transfer_learned", "--set", "no value"])

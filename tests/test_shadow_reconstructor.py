@@ -318,3 +318,90 @@ def test_reconstructor_training_resumes_bit_identically_after_an_interruption(tm
     assert history == plain_history and all(torch.equal(a, b) for a, b in zip(plain, resumed))
     again, history, calls = run(path)
     assert calls == 0 and history == plain_history and all(torch.equal(a, b) for a, b in zip(plain, again))
+
+
+def _trainings(kind: str, *, count: int = 3, K: int = 64, epochs: int = 2, checkpoints=None, seed: int = 0):
+    """``count`` reconstructor trainings of one architecture (``kind``: the book's MLP or Table 2's generator, small),
+    each with its own heads, sets (of 1, 2, 1, ... images per class), draws and initial weights."""
+    g = torch.Generator().manual_seed(seed)
+    side = 32 if kind == "residual" else 2
+    pool = torch.rand(60, 1, side, side, generator=g) * 2 - 1
+    found = []
+    for k in range(count):
+        weights = torch.randn(K, 6, generator=g)
+        sets = torch.randint(60, (K, 3, 1 + k % 2), generator=g)
+        init = torch.Generator().manual_seed(10 + k)
+        model = (ResidualReconstructor(9, width=2, size=32, generator=init) if kind == "residual"
+                 else MLPReconstructor(9, (1, side, side), hidden=16, generator=init))
+        found.append(attack.ReconstructorTraining(
+            model, weights, sets, pool, epochs, torch.Generator().manual_seed(20 + k),
+            statistics=attack.WeightStatistics.fit(weights), on_epoch=lambda net: {"norm": float(net(
+                torch.zeros(1, 9)).abs().mean())}, checkpoint=None if checkpoints is None else checkpoints[k]))
+    return found
+
+
+@pytest.mark.parametrize("kind", ["mlp", "residual"])
+def test_stacked_reconstructors_equal_the_separate_trainings(kind):
+    """Three reconstructors (sets of different sizes) trained as one stacked model (vmap over stacked parameters,
+    BatchNorm's running statistics included, one Adam) end where their separate trainings end, up to float rounding:
+    the same histories (with the per-epoch callback), generator states (the draws after) and weights; for Table 2's
+    generator the same function in training mode.  (Its convolutions' biases before a BatchNorm have no gradient
+    but rounding, which Adam scales to steps of lr in both runs alike, and the running means follow them: those
+    weights are not compared, and its outputs in eval mode, which read the running means, agree to 1e-2.)"""
+    alone, together = _trainings(kind), _trainings(kind)
+    separate = [t.run(device="cpu", progress=False) for t in alone]
+    stacked = attack.train_reconstructors(together, device="cpu", progress=False)
+    z = torch.randn(8, 9, generator=torch.Generator().manual_seed(3))
+    for a, b, h, s in zip(alone, together, separate, stacked):
+        assert h.keys() == s.keys() == {"loss", "norm"} and len(s["loss"]) == 2
+        np.testing.assert_allclose(s["loss"], h["loss"], rtol=1e-5)
+        np.testing.assert_allclose(s["norm"], h["norm"], rtol=1e-5 if kind == "mlp" else 1e-2)  # eval mode
+        assert torch.equal(a.generator.get_state(), b.generator.get_state())
+        if kind == "mlp":
+            for (name, x), y in zip(a.model.state_dict().items(), b.model.state_dict().values()):
+                torch.testing.assert_close(y, x, rtol=1e-5, atol=1e-6, msg=name)
+        else:  # batch statistics: the biases before each BatchNorm drop out
+            torch.testing.assert_close(b.model.train()(z), a.model.train()(z), rtol=1e-4, atol=1e-5)
+            torch.testing.assert_close(b.model.out[2].weight, a.model.out[2].weight, rtol=1e-5, atol=1e-6)
+    wider = _trainings(kind, count=1, K=32)
+    with pytest.raises(ValueError, match="different architectures, heads"):
+        attack.train_reconstructors([*together[:1], *wider], device="cpu", progress=False)
+
+
+def test_stacked_training_resumes_and_leaves_each_models_checkpoint(tmp_path, monkeypatch):
+    """A stacked training interrupted mid-run resumes from its own checkpoint bit-identically; at its end each model's
+    finished run is written in train.fit's format, which the model's own training then loads instead of training,
+    and the stacked checkpoint is removed."""
+    from compendium import train
+
+    paths = [tmp_path / f"model{k}.pt" for k in range(3)]
+    plain = _trainings("mlp", K=128)  # 4 steps an epoch, 8 in all
+    attack.train_reconstructors(plain, device="cpu", progress=False)
+    group = tmp_path / "stacked.pt"
+    calls = []
+    real = torch.optim.Adam.step
+
+    def interrupted(self, *args, **kwargs):
+        if len(calls) == 5:
+            raise KeyboardInterrupt
+        calls.append(1)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.Adam, "step", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        attack.train_reconstructors(_trainings("mlp", K=128, checkpoints=paths), device="cpu", progress=False,
+                                    checkpoint=group, checkpoint_steps=2)
+    monkeypatch.setattr(torch.optim.Adam, "step", real)
+    assert group.is_file() and not any(p.exists() for p in paths)
+    resumed = _trainings("mlp", K=128, checkpoints=paths)
+    histories = attack.train_reconstructors(resumed, device="cpu", progress=False, checkpoint=group)
+    assert not group.exists() and [train.checkpoint_progress(p) for p in paths] == [(2, 2)] * 3
+    for a, b in zip(plain, resumed):
+        assert all(torch.equal(x, y) for x, y in zip(a.model.parameters(), b.model.parameters()))
+    loaded = _trainings("mlp", K=128, checkpoints=paths)
+    for t, history in zip(loaded, histories):
+        monkeypatch.setattr(torch.optim.Adam, "step", lambda *a, **k: pytest.fail("a finished run trained"))
+        assert t.run(device="cpu", progress=False) == history
+    for a, b in zip(resumed, loaded):
+        assert all(torch.equal(x, y) for x, y in zip(a.model.parameters(), b.model.parameters()))
+        assert torch.equal(a.generator.get_state(), b.generator.get_state())

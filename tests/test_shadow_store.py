@@ -85,3 +85,33 @@ def test_reconstructor_standardises_batches_as_the_whole_copy(tmp_path):
         histories.append(attack.train_reconstructor(model, w, sets, images, statistics=s, epochs=2, device="cpu",
                                                     generator=torch.Generator().manual_seed(0), progress=False))
     assert histories[0]["loss"] == histories[1]["loss"]
+
+
+def test_two_runs_asking_for_one_store_at_once_write_it_once(tmp_path, monkeypatch):
+    """Two of the chapter's jobs that share a store, started together (threads here: the lock is the operating
+    system's, taken on a file each opens, so it holds between threads as between processes): one trains and writes
+    the heads shard by shard, the other waits for the lock, finds the store complete and reads the same heads."""
+    import threading
+    import time
+
+    _, expected = _heads()
+    real, active, calls = train.fit_linear_heads, [], []
+
+    def slow(*args, **kwargs):
+        active.append(1)
+        calls.append(len(active))  # how many shards are being trained at this moment
+        time.sleep(0.02)
+        try:
+            return real(*args, **kwargs)
+        finally:
+            active.pop()
+
+    monkeypatch.setattr(train, "fit_linear_heads", slow)
+    found = []
+    runs = [threading.Thread(target=lambda: found.append(_heads(tmp_path / "heads")[1])) for _ in range(2)]
+    for run in runs:
+        run.start()
+    for run in runs:
+        run.join()
+    assert len(found) == 2 and all(torch.equal(w, expected) for w in found)
+    assert calls == [1] * 5  # 23 heads in shards of 5, trained once, one shard at a time

@@ -246,9 +246,25 @@ def train_reconstructor(model: nn.Module, weights: torch.Tensor, sets: torch.Ten
     if weights.ndim != 2 or sets.ndim != 3 or weights.shape[0] != sets.shape[0]:
         raise ValueError(f"weights {tuple(weights.shape)} and sets {tuple(sets.shape)}; allowed: (K, D) and "
                          "(K, C, M) with the same K")
-    num_classes = sets.shape[1]
+    prepare = _batch_preparer(pool, sets.shape[1], statistics=statistics, conditional=conditional,
+                              generator=generator)
 
     def loss_fn(net: nn.Module, batch: tuple) -> torch.Tensor:
+        inputs, targets = prepare(batch)
+        return softmin_loss(reconstruction_errors(net(inputs), targets, perceptual), alpha).mean()
+
+    return train.fit(model, loss_fn, (weights, sets), epochs=epochs, optimizer="adam", lr=lr, weight_decay=0.0,
+                     batch_size=batch_size, generator=generator, device=device, progress=progress,
+                     desc="reconstructor", on_epoch=on_epoch, fused=True, checkpoint=checkpoint,
+                     checkpoint_steps=checkpoint_steps)
+
+
+def _batch_preparer(pool: torch.Tensor, num_classes: int, *, statistics: WeightStatistics | None,
+                    conditional: bool, generator: torch.Generator):
+    """The reconstructor's input and targets for a batch ``(theta, members)`` of shadow weights and their sets:
+    the standardised weights with a class ``c`` drawn uniformly from ``generator`` (conditional: the input
+    ``(theta, onehot(c))``, the targets the ``M`` class-``c`` images) or alone (unconditional: all ``N`` images)."""
+    def prepare(batch: tuple) -> tuple[torch.Tensor, torch.Tensor]:
         theta, members = batch
         if statistics is not None:
             theta = statistics.standardise(theta)
@@ -256,17 +272,80 @@ def train_reconstructor(model: nn.Module, weights: torch.Tensor, sets: torch.Ten
             classes = torch.randint(num_classes, (len(theta),), generator=generator, device=generator.device)
             classes = classes.to(theta.device)
             chosen = members[torch.arange(len(theta), device=members.device), classes].long().cpu()
-            out = net(condition(theta, classes, num_classes))
+            theta = condition(theta, classes, num_classes)
         else:
             chosen = members.flatten(1).long().cpu()
-            out = net(theta)
-        errors = reconstruction_errors(out, signed_unit(pool[chosen]).to(theta.device), perceptual)
-        return softmin_loss(errors, alpha).mean()
+        return theta, signed_unit(pool[chosen]).to(theta.device)
 
-    return train.fit(model, loss_fn, (weights, sets), epochs=epochs, optimizer="adam", lr=lr, weight_decay=0.0,
-                     batch_size=batch_size, generator=generator, device=device, progress=progress,
-                     desc="reconstructor", on_epoch=on_epoch, fused=True, checkpoint=checkpoint,
-                     checkpoint_steps=checkpoint_steps)
+    return prepare
+
+
+@dataclass
+class ReconstructorTraining:
+    """One reconstructor's training, :func:`train_reconstructor`'s arguments held until it runs: alone
+    (:meth:`run`) or stacked with others of the same architecture and length (:func:`train_reconstructors`)."""
+
+    model: nn.Module
+    weights: torch.Tensor
+    sets: torch.Tensor
+    pool: torch.Tensor
+    epochs: int
+    generator: torch.Generator
+    statistics: WeightStatistics | None = None
+    perceptual: nn.Module | None = None
+    conditional: bool = True
+    on_epoch: Callable[[nn.Module], dict[str, float]] | None = None
+    checkpoint: Path | None = None
+
+    def run(self, *, device: str = "auto", progress: bool = True) -> dict[str, list[float]]:
+        """:func:`train_reconstructor` of this training."""
+        return train_reconstructor(self.model, self.weights, self.sets, self.pool, epochs=self.epochs,
+                                   generator=self.generator, statistics=self.statistics, perceptual=self.perceptual,
+                                   conditional=self.conditional, device=device, progress=progress,
+                                   on_epoch=self.on_epoch, checkpoint=self.checkpoint)
+
+    def stack_key(self) -> tuple:
+        """What trainings stacked together share: the architecture, the number of heads, the epochs, the loss (the
+        sets' sizes may differ: each model's targets are gathered and scored on their own)."""
+        shapes = tuple((name, tuple(p.shape)) for name, p in self.model.named_parameters())
+        return (type(self.model).__name__, shapes, len(self.weights), self.epochs, self.conditional,
+                self.perceptual is not None)
+
+
+def train_reconstructors(trainings: list[ReconstructorTraining], *, alpha: float = 100.0, lr: float = 2e-4,
+                         batch_size: int = 32, device: str = "auto", progress: bool = True,
+                         checkpoint: str | Path | None = None, checkpoint_steps: int = 10_000
+                         ) -> list[dict[str, list[float]]]:
+    """:func:`train_reconstructor` for each of ``trainings`` (the same :meth:`ReconstructorTraining.stack_key`:
+    architecture, heads, epochs and loss), trained as one stacked model by :func:`compendium.train.fit_stacked`:
+    each on its own heads, batches, class draws and initial weights, one Adam over the stacked parameters (Adam acts
+    on every element alone, and Eq. (3) is each model's own mean), so the results equal the separate trainings up to
+    float rounding, at one computation per step for all.  ``checkpoint`` (a file) saves the stacked run and resumes
+    it; each training's own ``checkpoint`` then receives its finished run in :func:`compendium.train.fit`'s format,
+    which :func:`train_reconstructor` loads.  Returns each training's history."""
+    if not trainings or any(not isinstance(t, ReconstructorTraining) for t in trainings):
+        raise ValueError(f"trainings={trainings!r}; allowed: a non-empty list of ReconstructorTraining")
+    if len({t.stack_key() for t in trainings}) > 1:
+        raise ValueError("trainings of different architectures, heads, epochs or losses; allowed: trainings that "
+                         "share ReconstructorTraining.stack_key()")
+    perceptual = trainings[0].perceptual
+    prepares = [_batch_preparer(t.pool, t.sets.shape[1], statistics=t.statistics, conditional=t.conditional,
+                                generator=t.generator) for t in trainings]
+
+    def loss_fn(forward, batches: list) -> torch.Tensor:
+        parts = [prepare(batch) for prepare, batch in zip(prepares, batches)]
+        out = forward(torch.stack([inputs for inputs, _ in parts]))
+        return torch.stack([softmin_loss(reconstruction_errors(o, targets, perceptual), alpha).mean()
+                            for o, (_, targets) in zip(out, parts)])
+
+    kept = [t.checkpoint for t in trainings]
+    return train.fit_stacked([t.model for t in trainings], loss_fn, [(t.weights, t.sets) for t in trainings],
+                             epochs=trainings[0].epochs, generators=[t.generator for t in trainings],
+                             optimizer="adam", lr=lr, weight_decay=0.0, batch_size=batch_size, device=device,
+                             progress=progress, desc=f"{len(trainings)} stacked reconstructors",
+                             on_epoch=[t.on_epoch for t in trainings], fused=True, checkpoint=checkpoint,
+                             checkpoints=kept if all(path is not None for path in kept) else None,
+                             checkpoint_steps=checkpoint_steps)
 
 
 # ---------------------------------------------------------------------------------------------------------------

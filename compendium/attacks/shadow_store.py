@@ -17,15 +17,44 @@ from __future__ import annotations
 
 import base64
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import torch
 
 from compendium import validation
 
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks (run the jobs one at a time there)
+    fcntl = None
+
 WEIGHTS, SETS, PROGRESS = "weights.npy", "sets.npy", "progress.json"
+
+
+@contextmanager
+def locked(path: str | Path | None) -> Iterator[None]:
+    """Hold an exclusive advisory lock on ``<path>.lock`` while the block runs (``fcntl.flock``; it waits for the
+    lock), so that processes sharing a file or store of the run (the chapter's jobs side by side, ``python -m
+    compendium jobs``) write it one at a time: the first writes it, the others wait, then find it written and read
+    it.  The lock is the operating system's: it is released when its holder ends, even by a crash, and it holds
+    between threads of one process too (each opens the file anew).  ``None``, or a system without ``fcntl``: no
+    lock.  On NFS, Linux takes the lock on the server (byte-range locks), so processes on several machines sharing
+    one ``shadow_dir`` wait for each other as well."""
+    if path is None or fcntl is None:
+        yield
+        return
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from tqdm import tqdm
 
 from compendium import dp, train, validation
 from compendium.attacks import shadow_reconstructor as attack
-from compendium.attacks.shadow_store import ShadowStore, ShadowWriter
+from compendium.attacks.shadow_store import ShadowStore, ShadowWriter, locked
 from compendium.bounds import transfer_learned as roc
 from compendium.data import Pools
 
@@ -309,7 +309,9 @@ def shadow_heads(features: torch.Tensor, labels: torch.Tensor, recipe: HeadRecip
     never held in memory.  ``canonical`` orders a binary head's hidden units by their output weight
     (:meth:`compendium.train.BinaryHeads.canonical`), the adversary's choice of one of the equivalent orderings, before
     the weights are flattened.  With ``disjoint`` the sets share no image (the authors' validation heads,
-    :func:`~compendium.attacks.shadow_reconstructor.disjoint_balanced_sets`), all drawn before the first shard."""
+    :func:`~compendium.attacks.shadow_reconstructor.disjoint_balanced_sets`), all drawn before the first shard.
+    A store is written under its lock (:func:`~compendium.attacks.shadow_store.locked`): processes that share it
+    (the chapter's jobs side by side) write it once, the others wait and read it."""
     if canonical and not recipe.hidden:
         raise ValueError("canonical=True; allowed only with a binary head recipe (hidden units to order)")
     if recipe.hidden and noise_multiplier is not None:
@@ -336,34 +338,35 @@ def shadow_heads(features: torch.Tensor, labels: torch.Tensor, recipe: HeadRecip
         raise ValueError("disjoint=True for the CelebA task or a stored run; allowed: balanced validation sets")
     partition = attack.disjoint_balanced_sets(labels, per_class=per_class, count=count, num_classes=NUM_CLASSES,
                                               generator=generator) if disjoint else None
-    writer = None if store is None else ShadowWriter(
-        store, count=count, dim=recipe.dim(features.shape[1]), set_shape=(NUM_CLASSES, per_class),
-        fingerprint={"recipe": dataclasses.asdict(recipe), "canonical": canonical,
-                     "mini-batch order": None if recipe.batch_size is None else "the set's",
-                     "noise_multiplier": noise_multiplier, "max_grad_norm": max_grad_norm, "shard_size": shard_size,
-                     **(fingerprint or {})},
-        generator=generator)
-    done = 0 if writer is None else writer.written
-    sets, weights = [], []
-    for start in tqdm(range(done, count, shard_size), desc="shadow-head shards", unit="shard",
-                      disable=not progress):
-        shard = (recipe.sets(labels, count=min(shard_size, count - start), generator=generator) if partition is None
-                 else partition[start:start + shard_size])
-        flat = shard.flatten(1)
-        if recipe.hidden:
-            heads = train.fit_binary_heads(features[flat], recipe.set_targets(shard, labels), **options)
-            trained = (heads.canonical() if canonical else heads).flat().cpu()
-        else:
-            trained = train.fit_linear_heads(features[flat], labels[flat], **options).flat().cpu()
-        if writer is None:
-            sets.append(shard)
-            weights.append(trained)
-        else:
-            writer.write(shard, trained)
-    if writer is not None:
-        stored = ShadowStore.open(store)
-        return stored.sets, stored.weights
-    return torch.cat(sets), torch.cat(weights)
+    with locked(store):  # another process writing the same store: wait for it, then read what it wrote
+        writer = None if store is None else ShadowWriter(
+            store, count=count, dim=recipe.dim(features.shape[1]), set_shape=(NUM_CLASSES, per_class),
+            fingerprint={"recipe": dataclasses.asdict(recipe), "canonical": canonical,
+                         "mini-batch order": None if recipe.batch_size is None else "the set's",
+                         "noise_multiplier": noise_multiplier, "max_grad_norm": max_grad_norm,
+                         "shard_size": shard_size, **(fingerprint or {})},
+            generator=generator)
+        done = 0 if writer is None else writer.written
+        sets, weights = [], []
+        for start in tqdm(range(done, count, shard_size), desc="shadow-head shards", unit="shard",
+                          disable=not progress):
+            shard = (recipe.sets(labels, count=min(shard_size, count - start), generator=generator)
+                     if partition is None else partition[start:start + shard_size])
+            flat = shard.flatten(1)
+            if recipe.hidden:
+                heads = train.fit_binary_heads(features[flat], recipe.set_targets(shard, labels), **options)
+                trained = (heads.canonical() if canonical else heads).flat().cpu()
+            else:
+                trained = train.fit_linear_heads(features[flat], labels[flat], **options).flat().cpu()
+            if writer is None:
+                sets.append(shard)
+                weights.append(trained)
+            else:
+                writer.write(shard, trained)
+        if writer is not None:
+            stored = ShadowStore.open(store)
+            return stored.sets, stored.weights
+        return torch.cat(sets), torch.cat(weights)
 
 
 @dataclass

@@ -2,9 +2,10 @@
 data reconstruction attacks in the small-data regime"): its settings at each scale and the pipelines its notebook
 calls.
 
-The chapter module is a package of four modules: :mod:`~compendium.chapters.transfer_learned.settings` (the
+The chapter module is a package of five modules: :mod:`~compendium.chapters.transfer_learned.settings` (the
 scales and the paper's numbers), :mod:`~compendium.chapters.transfer_learned.experiments` (data, one attack, the
-sweeps), :mod:`~compendium.chapters.transfer_learned.results` (tables, figures, quoted numbers) and
+sweeps), :mod:`~compendium.chapters.transfer_learned.jobs` (the sweeps' trainings as separate jobs, ``python -m
+compendium jobs``), :mod:`~compendium.chapters.transfer_learned.results` (tables, figures, quoted numbers) and
 :mod:`~compendium.chapters.transfer_learned.claims` (the scorecard's records); all their names are this module's.
 
 At ``book`` scale the paper's MNIST pipeline runs offline on real 28x28 MNIST digits shipped with the package
@@ -27,6 +28,7 @@ CIFAR-100 fine-tuned checkpoint); the 2.56 million training heads per ``N`` are 
 from compendium.attacks.transfer_heads import code_epsilon  # noqa: F401 (the exercises' epsilon)
 from compendium.chapters.transfer_learned.claims import *  # noqa: F403
 from compendium.chapters.transfer_learned.experiments import *  # noqa: F403
+from compendium.chapters.transfer_learned.jobs import *  # noqa: F403
 from compendium.chapters.transfer_learned.results import *  # noqa: F403
 from compendium.chapters.transfer_learned.settings import *  # noqa: F403
 

@@ -9,7 +9,9 @@ import math
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -18,6 +20,7 @@ from tqdm import tqdm
 
 from compendium import data, metrics, models, standin, train, validation
 from compendium.attacks import shadow_reconstructor as attack
+from compendium.attacks.shadow_store import locked
 from compendium.attacks.transfer_heads import (
     NUM_CLASSES,
     TRAINING_VARIANTS,
@@ -106,7 +109,8 @@ def feature_extractor(cfg: Settings, pool: Pools, progress: bool = False) -> Ext
     * ``mnist``: the paper's VGGtiny trained on EMNIST letters (Adam, lr 1e-4, batches of 256, ``cfg.extractor_epochs``
       epochs; the authors' random-affine augmentation is left out), or loaded from the authors'
       ``VGGtiny_classifier_EMNIST_50EP.pth`` given as ``cfg.extractor_checkpoint``; 256 features; with a
-      ``cfg.shadow_dir`` its training is checkpointed there (:func:`compendium.train.fit`) and resumed after a crash;
+      ``cfg.shadow_dir`` its training is checkpointed there (:func:`compendium.train.fit`) and resumed after a crash,
+      and the pools' features are saved beside it (:func:`saved_features`);
     * ``cifar10``: TorchVision's EfficientNet-B0, with the authors' CIFAR-100 fine-tuned weights when
       ``cfg.extractor_checkpoint`` is given (ImageNet weights otherwise), on the paper's 224x224 input; 1280 features.
     """
@@ -127,13 +131,17 @@ def feature_extractor(cfg: Settings, pool: Pools, progress: bool = False) -> Ext
         if cfg.extractor_checkpoint is None:  # saved as it trains beside the stored heads, resumed after a crash
             saved = None if cfg.shadow_dir is None else in_repository(cfg.shadow_dir) / (
                 f"extractor-vggtiny-emnist{len(pool.pretrain[1])}-epochs{cfg.extractor_epochs}-seed{cfg.seed}.pt")
-            train.train_classifier(model, pool.pretrain, cfg.extractor_epochs, lr=1e-4, optimizer="adam",
-                                   batch_size=256, generator=seeded(), device=cfg.device, progress=progress,
-                                   checkpoint=saved)
+            with locked(saved):  # the chapter's jobs side by side: one trains it, the others wait and load it
+                train.train_classifier(model, pool.pretrain, cfg.extractor_epochs, lr=1e-4, optimizer="adam",
+                                       batch_size=256, generator=seeded(), device=cfg.device, progress=progress,
+                                       checkpoint=saved)
         else:
+            saved = None
             model.load_authors_state_dict(vggtiny_checkpoint(cfg.extractor_checkpoint))
         model.to(device).eval().requires_grad_(False)
-        return Extractor(model, math.nan, time.perf_counter() - start)  # letters, not digits: no head accuracy
+        extractor = Extractor(model, math.nan, time.perf_counter() - start)  # letters, not digits: no head accuracy
+        return extractor if saved is None else saved_features(
+            extractor, pool, saved.with_name(f"features-{saved.stem}.pt"))
     side = pool.pretrain[0].shape[-1]  # 8 (the digits) or 28 (Fashion-MNIST)
     model = models.MnistMLP(1, side, NUM_CLASSES, hidden=cfg.extractor_hidden, generator=seeded())
     train.train_classifier(model, pool.pretrain, cfg.extractor_epochs, generator=seeded(), device=cfg.device,
@@ -146,6 +154,25 @@ def feature_extractor(cfg: Settings, pool: Pools, progress: bool = False) -> Ext
         x, y = data.fashion_mnist_subset("test")
         x = 2 * x - 1
     return Extractor(model, train.accuracy(model, x.to(device), y.to(device)), seconds)
+
+
+def saved_features(extractor: Extractor, pool: Pools, path: Path) -> Extractor:
+    """``extractor`` with the features of ``pool``'s training and validation images read from ``path``, computed
+    and written there the first time (under its lock, atomically), so that every process of a run (the chapter's
+    jobs on several cards, then the notebook) trains and scores on the same features bit for bit whatever device
+    computed them: the head stores' fingerprints hash them.  The file keeps a digest of the images; other images
+    recompute it."""
+    digest = hashlib.sha256(pool.train[0].contiguous().numpy())
+    digest.update(pool.validation[0].contiguous().numpy())
+    with locked(path):
+        stored = torch.load(path, weights_only=True) if path.is_file() else {}
+        if stored.get("images") != digest.hexdigest():
+            stored = {"images": digest.hexdigest(), "train": extractor.features(pool.train[0]),
+                      "validation": extractor.features(pool.validation[0])}
+            torch.save(stored, path.with_name(path.name + ".part"))
+            path.with_name(path.name + ".part").replace(path)
+    extractor._cached[id(pool)] = (pool, stored["train"], stored["validation"])  # as pool_features keeps them
+    return extractor
 
 
 #: CelebA's faces are reconstructed at 64 x 64 (Section 3.1); its photos are read this many at a time.
@@ -180,20 +207,21 @@ def celeba_data(cfg: Settings, progress: bool = False) -> tuple[Pools, Extractor
                           whole_model=True)  # its input: the 224 x 224 crops in [-1, 1]
     cache = root / f"compendium-{'imagenet' if checkpoint is None else checkpoint.stem}.pt"
     names = [[f.name for f in files] for files, _ in splits]
-    stored = torch.load(cache, weights_only=True) if cache.is_file() else {}
-    if stored.get("names") != names:
-        stored = {"names": names, "faces": [], "features": []}
-        for files, _ in splits:
-            faces, feats = [], []
-            batches = data.celeba_batches(files, resolution=CELEBA_RESOLUTION, batch_size=CELEBA_BATCH,
-                                          workers=0 if device.type == "cpu" else min(8, os.cpu_count() or 1))
-            for crops, face in tqdm(batches, desc="CelebA photos", unit="batch", disable=not progress):
-                feats.append(extractor.features(attack.signed_unit(crops)))
-                faces.append(face)
-            stored["faces"].append(torch.cat(faces))
-            stored["features"].append(torch.cat(feats))
-        torch.save(stored, cache.with_suffix(".partial"))
-        cache.with_suffix(".partial").replace(cache)  # never a half-written file under the cache's name
+    with locked(cache):  # jobs side by side: one process reads the photos, the others wait and load
+        stored = torch.load(cache, weights_only=True) if cache.is_file() else {}
+        if stored.get("names") != names:
+            stored = {"names": names, "faces": [], "features": []}
+            for files, _ in splits:
+                faces, feats = [], []
+                batches = data.celeba_batches(files, resolution=CELEBA_RESOLUTION, batch_size=CELEBA_BATCH,
+                                              workers=0 if device.type == "cpu" else min(8, os.cpu_count() or 1))
+                for crops, face in tqdm(batches, desc="CelebA photos", unit="batch", disable=not progress):
+                    feats.append(extractor.features(attack.signed_unit(crops)))
+                    faces.append(face)
+                stored["faces"].append(torch.cat(faces))
+                stored["features"].append(torch.cat(feats))
+            torch.save(stored, cache.with_suffix(".partial"))
+            cache.with_suffix(".partial").replace(cache)  # never a half-written file under the cache's name
     extractor.seconds = time.perf_counter() - start
     (train_faces, val_faces), ((_, train_ids), (_, val_ids)) = stored["faces"], splits
     empty = (torch.empty(0, 3, CELEBA_RESOLUTION, CELEBA_RESOLUTION), torch.empty(0, dtype=torch.int64))
@@ -220,6 +248,41 @@ def attack_recipe(cfg: Settings, spec: Attack) -> HeadRecipe:
     return dataclasses.replace(recipe, max_attempts=cfg.identity_max_attempts) if spec.identity else recipe
 
 
+def validation_count(cfg: Settings, spec: Attack, labels: torch.Tensor) -> int:
+    """How many validation heads :func:`run_attack` trains for ``spec`` on a validation pool with ``labels``:
+    ``cfg.shadow_val``, or with ``cfg.disjoint_validation`` (not for the identity task) at most as many sets
+    without a shared image as the pool holds (:func:`~compendium.attacks.shadow_reconstructor.disjoint_set_count`)."""
+    if not cfg.disjoint_validation or spec.identity:
+        return cfg.shadow_val
+    most = attack.disjoint_set_count(labels, per_class=spec.set_size // NUM_CLASSES, num_classes=NUM_CLASSES)
+    return min(cfg.shadow_val, most)
+
+
+def attack_files(cfg: Settings, spec: Attack, *, val_count: int) -> tuple[Path | None, Path | None]:
+    """Where :func:`run_attack` keeps the attack ``spec``'s training shadow heads (a store folder in
+    ``cfg.shadow_dir``) and its reconstructor's training (a :func:`compendium.train.fit` checkpoint in that folder),
+    each named by everything it depends on and by no device, so that a run on one card is found by a run on
+    another; ``(None, None)`` without ``cfg.shadow_dir`` (heads in memory, no checkpoint)."""
+    if cfg.shadow_dir is None:
+        return None, None
+    identity, variant, sigma = spec.identity, spec.variant, spec.noise_multiplier
+    shadow_train = spec.shadow_train or (cfg.identity_shadow_train if identity else cfg.shadow_train)
+    steps = spec.steps or (cfg.identity_steps if identity else cfg.reconstructor_steps)
+    store = in_repository(cfg.shadow_dir) / (
+        f"{cfg.identity_source if identity else cfg.dataset}{'-binary' if spec.binary else ''}"
+        f"{'-canonical' if spec.canonical else ''}"
+        f"{'' if variant is None else '-' + variant.replace(' ', '').replace('/', '-')}{'-ood' if spec.ood else ''}"
+        f"{'-identity' if identity else ''}"
+        f"-N{spec.set_size}"
+        f"-K{shadow_train}-std{attack_recipe(cfg, spec).init_std:g}-sigma{sigma}"
+        f"{'' if sigma is None else f'-C{cfg.dp_max_grad_norm:g}'}-seed{cfg.seed}")
+    width = cfg.identity_hidden if identity else cfg.hidden
+    checkpoint = store / (  # the reconstructor's identity beside its heads'
+        f"reconstructor-{cfg.reconstructor}{width}-{'conditional' if spec.conditional else 'unconditional'}"
+        f"-steps{steps}{'-curves' if spec.curves else ''}-val{val_count}.pt")
+    return store, checkpoint
+
+
 #: The validation heads' random stream: ``cfg.seed * 1000 + N + VALIDATION_STREAM`` (the training heads' is
 #: ``cfg.seed * 1000 + N``).
 VALIDATION_STREAM = 500
@@ -227,6 +290,17 @@ VALIDATION_STREAM = 500
 
 def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, spec: Attack, *, progress: bool = True
                ) -> AttackResult:
+    """The attack ``spec`` from its heads to its tables (:func:`prepare_attack`, the reconstructor's training under
+    its checkpoint's lock, then the scores)."""
+    training, finish = prepare_attack(cfg, pool, extractor, spec, progress=progress)
+    start = time.perf_counter()
+    with locked(training.checkpoint):  # the same job twice at once: the second waits, then loads the first's
+        history = training.run(device=cfg.device, progress=progress)
+    return finish(history, time.perf_counter() - start)
+
+
+def prepare_attack(cfg: Settings, pool: Pools, extractor: Extractor, spec: Attack, *, progress: bool = True
+                   ) -> tuple[attack.ReconstructorTraining, Callable[[dict, float], AttackResult]]:
     """The whole attack ``spec`` (an :class:`~compendium.attacks.transfer_heads.Attack`, which says what is attacked,
     how the victims train and what the adversary does): Algorithm 1 on the training pool (``spec.shadow_train``
     heads, default ``cfg.shadow_train``, ``cfg.identity_shadow_train`` for the identity task) and on the validation
@@ -242,10 +316,15 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, spec: Attack, *
     unconditional, trained and scored against the identity's ``M`` images only. With ``spec.curves`` the
     reconstructor is scored after every pass over the heads (:func:`training_curves`): the validation heads' Eq. (3)
     loss and TPR at FPR = 0.01, the latter against surrogate draws from a generator of their own, so that the run's
-    numbers do not change."""
+    numbers do not change.
+
+    Returned in two parts, so that reconstructors can train together (:func:`run_attacks`): the reconstructor's
+    training (:class:`~compendium.attacks.shadow_reconstructor.ReconstructorTraining`, not yet run) and
+    ``finish(history, seconds)``, which scores the trained reconstructor and returns the
+    :class:`~compendium.attacks.transfer_heads.AttackResult`."""
     if not isinstance(spec, Attack):
         raise ValueError(f"spec={spec!r}; allowed: an Attack (compendium.attacks.transfer_heads.Attack)")
-    identity, binary, canonical, variant, ood = spec.identity, spec.binary, spec.canonical, spec.variant, spec.ood
+    identity, canonical, ood = spec.identity, spec.canonical, spec.ood
     set_size, conditional, noise_multiplier = spec.set_size, spec.conditional, spec.noise_multiplier
     shadow_train = spec.shadow_train or (cfg.identity_shadow_train if identity else cfg.shadow_train)
     steps = spec.steps or (cfg.identity_steps if identity else cfg.reconstructor_steps)
@@ -263,15 +342,10 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, spec: Attack, *
     feats_train, feats_val = extractor.pool_features(pool)
     if ood:
         feats_train = extractor.features(train_x)
-    store, fingerprint = None, None
-    if cfg.shadow_dir is not None:  # a stored run is tied to the exact features and labels it was trained on
-        store = in_repository(cfg.shadow_dir) / (
-            f"{dataset}{'-binary' if binary else ''}{'-canonical' if canonical else ''}"
-            f"{'' if variant is None else '-' + variant.replace(' ', '').replace('/', '-')}{'-ood' if ood else ''}"
-            f"{'-identity' if identity else ''}"
-            f"-N{set_size}"
-            f"-K{shadow_train}-std{recipe.init_std:g}-sigma{noise_multiplier}"
-            f"{'' if noise_multiplier is None else f'-C{cfg.dp_max_grad_norm:g}'}-seed{cfg.seed}")
+    val_count = validation_count(cfg, spec, val_y)
+    store, checkpoint = attack_files(cfg, spec, val_count=val_count)
+    fingerprint = None
+    if store is not None:  # a stored run is tied to the exact features and labels it was trained on
         hasher = hashlib.sha256(feats_train.numpy())  # 1.5 GB of CelebA features: hashed in place, not copied
         hasher.update(train_y.numpy())
         digest = hasher.hexdigest()[:16]
@@ -280,8 +354,6 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, spec: Attack, *
                                            device=cfg.device, store=store, progress=progress,
                                            fingerprint=fingerprint, canonical=canonical, **dp_options)
     disjoint = cfg.disjoint_validation and not identity  # the authors' validation sets share no image
-    val_count = min(cfg.shadow_val, attack.disjoint_set_count(val_y, per_class=set_size // NUM_CLASSES,
-                                                              num_classes=NUM_CLASSES)) if disjoint else cfg.shadow_val
     # the victims from a stream of their own: every attack at this N (other training heads, DP-SGD, another recipe)
     # attacks heads on the same sets, from the same initial weights
     val_generator = torch.Generator().manual_seed(cfg.seed * 1000 + set_size + VALIDATION_STREAM)
@@ -311,25 +383,62 @@ def run_attack(cfg: Settings, pool: Pools, extractor: Extractor, spec: Attack, *
                                              size=train_x.shape[-1], generator=generator)
     else:
         model = models.MLPReconstructor(inputs, tuple(train_x.shape[1:]), width, generator=generator)
-    checkpoint = None if store is None else store / (  # the reconstructor's identity beside its heads'
-        f"reconstructor-{cfg.reconstructor}{width}-{'conditional' if conditional else 'unconditional'}"
-        f"-steps{steps}{'-curves' if spec.curves else ''}-val{val_count}.pt")
-    start = time.perf_counter()
-    history = attack.train_reconstructor(model, train_weights, train_sets[:, :1] if identity else train_sets, train_x,
-                                         statistics=statistics, perceptual=perceptual, conditional=conditional,
-                                         epochs=math.ceil(steps * 32 / shadow_train), generator=generator,
-                                         device=cfg.device, progress=progress, on_epoch=on_epoch,
-                                         checkpoint=checkpoint)
-    history["steps"] = [math.ceil(shadow_train / 32) * (epoch + 1) for epoch in range(len(history["loss"]))]
-    seconds["reconstructor"] = time.perf_counter() - start
+    training = attack.ReconstructorTraining(model, train_weights, train_sets[:, :1] if identity else train_sets,
+                                            train_x, math.ceil(steps * 32 / shadow_train), generator,
+                                            statistics=statistics, perceptual=perceptual, conditional=conditional,
+                                            on_epoch=on_epoch, checkpoint=checkpoint)
 
-    surrogate = statistics.surrogate(val_count, generator)
-    h0 = attack.min_mse_table(model, val_w, val_images, conditional=conditional)
-    h1 = attack.min_mse_table(model, surrogate, val_images, conditional=conditional)
-    h_prior = attack.prior_table(pool.train[0], val_images, generator)  # prior draws disjoint from the sets
-    tau = attack.nearest_neighbour_threshold(val_x, pool.train[0], device=cfg.device)
-    return AttackResult(set_size, tau, h0, h1, h_prior, float(accuracy.mean()), float(accuracy.std()), model,
-                        statistics, val_w, val_sets, surrogate, history, seconds, conditional, identity, scores)
+    def finish(history: dict, reconstructor_seconds: float) -> AttackResult:
+        history["steps"] = [math.ceil(shadow_train / 32) * (epoch + 1) for epoch in range(len(history["loss"]))]
+        seconds["reconstructor"] = reconstructor_seconds
+        surrogate = statistics.surrogate(val_count, generator)
+        h0 = attack.min_mse_table(model, val_w, val_images, conditional=conditional)
+        h1 = attack.min_mse_table(model, surrogate, val_images, conditional=conditional)
+        h_prior = attack.prior_table(pool.train[0], val_images, generator)  # prior draws disjoint from the sets
+        tau = attack.nearest_neighbour_threshold(val_x, pool.train[0], device=cfg.device)
+        return AttackResult(set_size, tau, h0, h1, h_prior, float(accuracy.mean()), float(accuracy.std()), model,
+                            statistics, val_w, val_sets, surrogate, history, seconds, conditional, identity, scores)
+
+    return training, finish
+
+
+#: The sections of :func:`chapter_attacks`, in the notebook's order; the identity task's attacks run on its own pools
+#: (:func:`identity_data`).
+SECTIONS = ("Table 1", "factors", "unconditional", "binary", "variants", "identity", "DP-SGD")
+
+
+def chapter_attacks(cfg: Settings) -> dict[str, dict[object, Attack]]:
+    """Every attack the chapter's notebook runs, one reconstructor's training each, by section (:data:`SECTIONS`) in
+    the notebook's order, each under the key its table's row reads: ``"Table 1"`` one per ``N`` of
+    ``cfg.set_sizes`` (scored after every pass, Fig. 3c); ``"factors"`` (:func:`factor_sweep`) keyed ``("shadow
+    heads", K)`` and ``("init std", s)``; ``"unconditional"`` (Algorithm 2, ``N = 10``); ``"binary"``
+    (:func:`binary_sweep`) keyed by ``canonical``; ``"variants"`` (:func:`variant_sweep`) keyed by the change
+    (``None``: Table 3's recipe; :data:`OOD`); ``"identity"`` one per ``N`` of ``cfg.identity_set_sizes``;
+    ``"DP-SGD"`` (:func:`dp_sweep`) keyed by the noise multiplier.  The notebook, the sweeps and ``python -m
+    compendium jobs`` (:func:`~compendium.chapters.transfer_learned.jobs.chapter_jobs`) all read this one list."""
+    changes = [*cfg.training_variants, *([OOD] if cfg.ood else [])]
+    return {
+        "Table 1": {n: Attack(n, curves=True) for n in cfg.set_sizes},
+        "factors": {**{("shadow heads", k): Attack(10, shadow_train=k) for k in cfg.shadow_counts
+                       if k != cfg.shadow_train},
+                    **{("init std", s): Attack(10, init_std=s) for s in cfg.init_stds if s != cfg.head_init_std}},
+        "unconditional": {10: Attack(10, conditional=False, steps=cfg.unconditional_steps)},
+        "binary": {canonical: Attack(10, task="binary", canonical=canonical) for canonical in cfg.binary_variants},
+        "variants": {change: Attack(10, shadow_train=cfg.variant_shadow_train, steps=cfg.variant_reconstructor_steps,
+                                    variant=change if change in TRAINING_VARIANTS else None, ood=change == OOD)
+                     for change in ([None, *changes] if changes else [])},
+        "identity": {n: Attack(n, task="identity", curves=True) for n in cfg.identity_set_sizes},
+        "DP-SGD": {sigma: Attack(cfg.dp_set_size, shadow_train=cfg.dp_shadow_train, noise_multiplier=sigma,
+                                 steps=cfg.dp_reconstructor_steps) for sigma in cfg.dp_noise_multipliers},
+    }
+
+
+def run_section(cfg: Settings, pool: Pools, extractor: Extractor, section: str, *, progress: bool = False
+                ) -> dict[object, AttackResult]:
+    """:func:`run_attacks` on the attacks of one section of :func:`chapter_attacks`, the results under their keys."""
+    validation.choice("section", section, SECTIONS)
+    specs = chapter_attacks(cfg)[section]
+    return dict(zip(specs, run_attacks(cfg, pool, extractor, list(specs.values()), progress=progress)))
 
 
 def run_attacks(cfg: Settings, pool: Pools, extractor: Extractor, specs: list[Attack], *, workers: int | None = None,
@@ -339,11 +448,17 @@ def run_attacks(cfg: Settings, pool: Pools, extractor: Extractor, specs: list[At
     a GPU or where a book build gives each chapter one core). The reconstructor's small matrix products (batches of
     32 heads) keep two cores busier as two trainings side by side than as one training on two threads
     (``benchmarks/bench.py`` measures the ratio). Each attack draws only from generators of its own, so the results
-    are those of the attacks run one after another; the first error is raised once every attack has ended."""
+    are those of the attacks run one after another; the first error is raised once every attack has ended.
+
+    With ``cfg.stack_reconstructors`` (``None``: on CUDA) the attacks' reconstructors that share an architecture, a
+    number of heads and a length train as one stacked model instead (:func:`run_stacked`)."""
     specs = list(specs)
     for spec in specs:
         if not isinstance(spec, Attack):
             raise ValueError(f"spec={spec!r}; allowed: an Attack (compendium.attacks.transfer_heads.Attack)")
+    stack = cfg.stack_reconstructors
+    if stack or (stack is None and resolve_device(cfg.device).type == "cuda"):
+        return run_stacked(cfg, pool, extractor, specs, progress=progress)
     if workers is None:
         workers = 1 if resolve_device(cfg.device).type != "cpu" else torch.get_num_threads()
     validation.integer("workers", workers)
@@ -358,6 +473,45 @@ def run_attacks(cfg: Settings, pool: Pools, extractor: Extractor, specs: list[At
         return [future.result() for future in futures]
     finally:
         torch.set_num_threads(threads)
+
+
+def run_stacked(cfg: Settings, pool: Pools, extractor: Extractor, specs: list[Attack], *, progress: bool = False
+                ) -> list[AttackResult]:
+    """:func:`run_attack` for each of ``specs`` with the reconstructors that share
+    :meth:`~compendium.attacks.shadow_reconstructor.ReconstructorTraining.stack_key` (architecture, heads, epochs,
+    loss) trained as one stacked model (:func:`~compendium.attacks.shadow_reconstructor.train_reconstructors`): the
+    results of the separate attacks up to float rounding.  With ``cfg.shadow_dir`` a group holds its members'
+    checkpoint locks, skips those already finished (loaded, as :func:`run_attack` does), saves its stacked run
+    beside the first pending member's heads (``stacked-<digest>.pt``, resumed after a crash) and leaves each
+    member's finished checkpoint where :func:`run_attack` and the chapter's jobs find it.  A member's
+    ``seconds["reconstructor"]`` is its group's wall time."""
+    prepared = [prepare_attack(cfg, pool, extractor, spec, progress=progress) for spec in specs]
+    groups: dict[tuple, list[int]] = {}
+    for i, (training, _) in enumerate(prepared):
+        groups.setdefault(training.stack_key(), []).append(i)
+    results: list[AttackResult | None] = [None] * len(specs)
+    for members in groups.values():
+        trainings = [prepared[i][0] for i in members]
+        start = time.perf_counter()
+        with ExitStack() as held:
+            for path in sorted({t.checkpoint for t in trainings if t.checkpoint is not None}):
+                held.enter_context(locked(path))  # in one order, so that two runs never wait on each other
+            pending = [t for t in trainings if t.checkpoint is None or (train.checkpoint_progress(t.checkpoint)
+                                                                         or (0, 1))[0] < t.epochs]
+            stacked = {}
+            if len(pending) > 1:
+                names = "|".join(str(t.checkpoint) for t in pending)
+                group = (None if any(t.checkpoint is None for t in pending) else pending[0].checkpoint.with_name(
+                    f"stacked-{hashlib.sha256(names.encode()).hexdigest()[:12]}.pt"))
+                histories = attack.train_reconstructors(pending, device=cfg.device, progress=progress,
+                                                        checkpoint=group)
+                stacked = {id(t): history for t, history in zip(pending, histories)}
+            histories = [stacked[id(t)] if id(t) in stacked else t.run(device=cfg.device, progress=progress)
+                         for t in trainings]
+        seconds = time.perf_counter() - start
+        for i, history in zip(members, histories):
+            results[i] = prepared[i][1](history, seconds)
+    return results
 
 
 def clipping_sweep(cfg: Settings, pool: Pools, extractor: Extractor, norms: tuple[float, ...], *,
@@ -391,9 +545,7 @@ def dp_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: Attack
     rows = [{"noise multiplier": 0.0, "eps_prv": math.inf, "eps_rdp": math.inf, "eps_prv_stated_q": math.inf,
              **_rates_row(reference)}]
     shown = {0.0: reconstruction_examples(reference, pool, heads=examples)}
-    specs = [Attack(cfg.dp_set_size, shadow_train=cfg.dp_shadow_train, noise_multiplier=sigma,
-                    steps=cfg.dp_reconstructor_steps) for sigma in cfg.dp_noise_multipliers]
-    for sigma, result in zip(cfg.dp_noise_multipliers, run_attacks(cfg, pool, extractor, specs, progress=progress)):
+    for sigma, result in run_section(cfg, pool, extractor, "DP-SGD", progress=progress).items():
         rows.append({"noise multiplier": sigma, **epsilons(recipe, sigma), **_rates_row(result)})
         shown[sigma] = reconstruction_examples(result, pool, heads=examples)
     return pd.DataFrame(rows), shown
@@ -410,10 +562,7 @@ def factor_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: At
     """Section 3.2's factors at ``N = 10`` (Fig. 3a and 3b): the attack re-run with each number of training shadow
     heads in ``cfg.shadow_counts`` and with each initialisation standard deviation in ``cfg.init_stds``; one row per
     run (the reference run, ``cfg.shadow_train`` heads at ``cfg.head_init_std``, is included in both)."""
-    runs = {("shadow heads", count): Attack(10, shadow_train=count) for count in cfg.shadow_counts
-            if count != cfg.shadow_train}
-    runs |= {("init std", std): Attack(10, init_std=std) for std in cfg.init_stds if std != cfg.head_init_std}
-    results = dict(zip(runs, run_attacks(cfg, pool, extractor, list(runs.values()), progress=progress)))
+    results = run_section(cfg, pool, extractor, "factors", progress=progress)
     results |= {("shadow heads", cfg.shadow_train): reference, ("init std", cfg.head_init_std): reference}
     return pd.DataFrame([{"factor": factor, "value": value, **_rates_row(results[factor, value])}
                          for factor in ("shadow heads", "init std")
@@ -430,8 +579,7 @@ def binary_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: At
     experiment = PAPER_ROW[cfg.dataset]
     paper = lambda rates: {"paper TPR*": rates[0], "paper FPR*": rates[1]}
     rows = [{"heads": "10-class (Table 3)", **_rates_row(reference), **paper(PAPER_TABLE1[experiment][10])}]
-    specs = [Attack(10, task="binary", canonical=canonical) for canonical in cfg.binary_variants]
-    for canonical, result in zip(cfg.binary_variants, run_attacks(cfg, pool, extractor, specs, progress=progress)):
+    for canonical, result in run_section(cfg, pool, extractor, "binary", progress=progress).items():
         rows.append({"heads": "binary (Table 6), hidden units ordered" if canonical else "binary (Table 6)",
                      **_rates_row(result), **paper((np.nan, np.nan) if canonical else PAPER_BINARY[experiment])})
     return pd.DataFrame(rows)
@@ -448,18 +596,14 @@ def variant_sweep(cfg: Settings, pool: Pools, extractor: Extractor, progress: bo
     :data:`PAPER_VARIANTS`; for the epochs and mini-batches the paper observed no significant changes).  Without
     changes (``ci``) nothing runs and the table is empty."""
     experiment = PAPER_ROW[cfg.dataset]
-    changes = [*cfg.training_variants, *([OOD] if cfg.ood else [])]
-    changes = [None, *changes] if changes else []
-    variants = [change if change in TRAINING_VARIANTS else None for change in changes]
-    specs = [Attack(10, shadow_train=cfg.variant_shadow_train, steps=cfg.variant_reconstructor_steps,
-                    variant=variant, ood=change == OOD) for change, variant in zip(changes, variants)]
+    specs = chapter_attacks(cfg)["variants"]
     rows = []
-    for change, variant, result in zip(changes, variants, run_attacks(cfg, pool, extractor, specs,
-                                                                      progress=progress)):
+    for change, result in run_section(cfg, pool, extractor, "variants", progress=progress).items():
         paper = PAPER_TABLE1[experiment][10][:2] if change is None else PAPER_VARIANTS.get(change, {}).get(
             experiment, (np.nan, np.nan))
         rows.append({"change": "none (Table 3's full-batch SGD)" if change is None else change,
-                     "gradient steps": HeadRecipe.of(cfg.dataset, 10, variant=variant).steps, **_rates_row(result),
+                     "gradient steps": HeadRecipe.of(cfg.dataset, 10, variant=specs[change].variant).steps,
+                     **_rates_row(result),
                      "TPR* SE": result.summary()["TPR* SE"], "FPR* SE": result.summary()["FPR* SE"],
                      "paper TPR*": paper[0], "paper FPR*": paper[1]})
     return pd.DataFrame(rows)

@@ -156,7 +156,7 @@ SCALES = {
                identity_shadow_train=1000, identity_steps=300, identity_max_attempts=5, identity_dataset=None,
                identity_checkpoint=None, identity_hidden=512, dp_set_size=10,
                dp_noise_multipliers=(8.0,), dp_max_grad_norm=10.0, dp_shadow_train=2000, dp_reconstructor_steps=500,
-               readme_entries=1, disjoint_validation=False),
+               readme_entries=1, disjoint_validation=False, stack_reconstructors=None),
     "book": dict(dataset="mnist_digits", data_dir="data", shadow_dir=None, reconstructor="mlp",
                  extractor_checkpoint=None, set_sizes=(10, 40), shadow_train=20_000, shadow_val=500,
                  reconstructor_steps=4500, unconditional_steps=1000, hidden=512, extractor_epochs=10,
@@ -166,7 +166,8 @@ SCALES = {
                  identity_shadow_train=6000, identity_steps=1500, identity_max_attempts=5, identity_dataset=None,
                  identity_checkpoint=None, identity_hidden=512, dp_set_size=10,
                  dp_noise_multipliers=(0.5, 1.0, 2.0), dp_max_grad_norm=10.0, dp_shadow_train=5000,
-                 dp_reconstructor_steps=1500, readme_entries=2, disjoint_validation=False),
+                 dp_reconstructor_steps=1500, readme_entries=2, disjoint_validation=False,
+                 stack_reconstructors=None),
     "paper": dict(dataset="mnist", data_dir="data", shadow_dir="data/transfer-learned-shadow-heads",
                   reconstructor="residual", extractor_checkpoint=None, set_sizes=(10, 40), shadow_train=2_560_000,
                   shadow_val=10_000, reconstructor_steps=1_000_000, unconditional_steps=1_000_000, hidden=256,
@@ -178,7 +179,7 @@ SCALES = {
                   identity_dataset="celeba", identity_checkpoint=None, identity_hidden=512, dp_set_size=10,
                   dp_noise_multipliers=(0.435, 0.6, 0.85, 1.23, 1.82), dp_max_grad_norm=4.0,
                   dp_shadow_train=2_560_000, dp_reconstructor_steps=1_000_000, readme_entries=5,
-                  disjoint_validation=True),
+                  disjoint_validation=True, stack_reconstructors=None),
 }
 
 
@@ -273,6 +274,10 @@ class Settings(_Settings):
     #: Validation heads whose sets share no image, as the authors' (892 at ``N = 10``, 223 at ``N = 40`` from
     #: MNIST's test set; the ``paper`` scale's); else each set is drawn independently (``ci``, ``book``).
     disjoint_validation: bool
+    #: Train the reconstructors of a sweep that share an architecture, heads count and length as one stacked model
+    #: (:func:`compendium.attacks.shadow_reconstructor.train_reconstructors`; the same results up to float rounding,
+    #: the GPU busy with all of them at batch 32); ``None``: on CUDA only, so that no CPU run's numbers move.
+    stack_reconstructors: bool | None
 
     def validate(self) -> None:
         validation.choice("dataset", self.dataset, tuple(DATASETS))
@@ -335,6 +340,9 @@ class Settings(_Settings):
         validation.choice("readme_entries", self.readme_entries, (1, 2, 3, 4, 5))
         if not isinstance(self.disjoint_validation, bool):
             raise ValueError(f"disjoint_validation={self.disjoint_validation!r}; allowed: True or False")
+        if self.stack_reconstructors is not None and not isinstance(self.stack_reconstructors, bool):
+            raise ValueError(f"stack_reconstructors={self.stack_reconstructors!r}; allowed: None (on CUDA only), True "
+                             "or False")
 
     @property
     def head_init_std(self) -> float:
