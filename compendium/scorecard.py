@@ -98,10 +98,11 @@ class Finding:
 class Card:
     """The scorecard of one paper in one run: ``Card(paper, claims, errata=...)``, ``paper`` the paper's short name,
     ``claims`` the chapter module's ``CLAIMS``, ``errata`` the label of the chapter's errata table on the errata page
-    (where a :data:`DIFFERS` row points)."""
+    (where a :data:`DIFFERS` row points), ``run`` what the run's checks ran on and at which scale (the scorecard and
+    the errata page print it above the card's findings; ``None``: the findings name it themselves)."""
 
-    def __init__(self, paper: str, claims, *, errata: str):
-        self.paper, self.errata = paper, errata
+    def __init__(self, paper: str, claims, *, errata: str, run: str | None = None):
+        self.paper, self.errata, self.run = paper, errata, run
         self.claims = {}
         for claim in claims:
             if claim.key in self.claims:
@@ -164,7 +165,8 @@ class Card:
             finding = self.findings.get(key) or Finding(claim, claim.expect, "", False)
             rows.append({**asdict(claim), "verdict": finding.verdict, "found": finding.found,
                          "checked": finding.checked})
-        return json.dumps({"paper": self.paper, "errata": self.errata, "rows": rows}, ensure_ascii=False)
+        return json.dumps({"paper": self.paper, "errata": self.errata, "run": self.run, "rows": rows},
+                          ensure_ascii=False)
 
 
 def read_card(executed_notebook) -> dict | None:
@@ -218,7 +220,7 @@ def paper_table(card: dict, *, label: str) -> str:
         verdict = f"**{row['verdict']}**"
         erratum = f"erratum {row['erratum']} of {{numref}}`Table %s <{card['errata']}>`"
         if row["verdict"] == DIFFERS:
-            verdict += f": {erratum}" if row["erratum"] is not None else ": the check failed in this build"
+            verdict += f": {erratum}" if row["erratum"] is not None else ": this build found otherwise, no erratum"
         elif row["expect"] == DIFFERS:  # the evidence of an erratum did not show in this run
             verdict += f": the evidence of {erratum} did not show in this build"
         elif row["expect"] in CHECKED and not row["checked"]:
@@ -239,7 +241,9 @@ def errata_checks(card: dict, *, elsewhere: dict[int, str]) -> str:
     for row in card["rows"]:
         if row["erratum"] is not None:
             decided.setdefault(row["erratum"], []).append(row)
-    lines = ["What this build's checks found, row by row (the {doc}`scorecard <scorecard>` lists every result):", ""]
+    on = f", on {card['run']}" if card.get("run") else ""
+    lines = [f"What this build's checks found{on}, row by row (the {{doc}}`scorecard <scorecard>` lists every "
+             "result):", ""]
     for number in sorted({*decided, *elsewhere}):
         if number not in decided:
             lines.append(f"- Row {number}: no check decides it: {elsewhere[number]}.")
@@ -271,6 +275,7 @@ def page(cards: dict[str, dict]) -> str:
     for key, card in cards.items():
         c = counts(card)
         tally = ", ".join(f"{c[v]} {v}" for v in VERDICTS if c[v])
-        parts += [f"(scorecard-{key})=", f"## {card['paper']}", "", f"{len(card['rows'])} results: {tally}.", "",
+        run = f" Found here on {card['run']}." if card.get("run") else ""
+        parts += [f"(scorecard-{key})=", f"## {card['paper']}", "", f"{len(card['rows'])} results: {tally}.{run}", "",
                   paper_table(card, label=f"scorecard-table-{key}"), ""]
     return "\n".join(parts).rstrip() + "\n"

@@ -156,6 +156,15 @@ def _as_tuple(value):
     return value
 
 
+def image_run(cfg) -> str:
+    """What an image chapter's checks (Ziller et al., From Mean to Extreme) ran on, for its scorecard card: the scale,
+    the images (``cfg.n_images`` of ``cfg.image_source`` at ``cfg.resolution``) and the Monte-Carlo draws
+    (``cfg.n_mc``) of the closed forms' checks."""
+    images = {"photos": "crops of the bundled photographs", "imagenet": "ImageNet validation images"}
+    return (f"`{cfg.scale}` scale: {cfg.n_images} {images[cfg.image_source]} at {cfg.resolution}×{cfg.resolution}, "
+            f"and {cfg.n_mc:,} Monte-Carlo draws for the closed forms")
+
+
 def check_image_source(source: str, folder: str | None) -> None:
     """The image chapters' ``image_source``: ``"photos"`` (bundled) or ``"imagenet"`` (which needs a folder)."""
     validation.choice("image_source", source, ("photos", "imagenet"))

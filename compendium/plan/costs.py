@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from compendium import chapters
 from compendium.plan.machines import FLOPS_EFFICIENCY, MEASURED, flops_seconds, measured
-from compendium.plan.steps import Need, Step, planner
+from compendium.plan.steps import Need, Step, planner, plural
 
 #: Bytes of a float32 / float64 value.
 F32, F64 = 4, 8
@@ -427,7 +427,7 @@ def _transfer(cfg):
     for r in fresh:
         head_groups.setdefault((r.kind, r.set_size, r.dim), []).append(r)
     for (kind, n, dim), group in head_groups.items():
-        steps.append(Step(f"{kind} shadow heads, N = {n}, {dim:,} weights ({len(group)} sets)",
+        steps.append(Step(f"{kind} shadow heads, N = {n}, {dim:,} weights ({plural(len(group), 'set')})",
                           sum(r.heads + cfg.shadow_val for r in group), "heads", _head_seconds(group[0], cfg),
                           "estimate: the measured heads (gpu_check.json) scaled by N and the weights",
                           "shadow_train (and the sweeps' counts)"))
@@ -439,7 +439,8 @@ def _transfer(cfg):
         ratio = weights / MEASURED_GENERATOR_WEIGHTS
         basis = ("measured on the H200 (gpu_check.json: Table 2's MNIST generator)" if ratio == 1 else
                  f"estimate: the measured MNIST generator's step x {ratio:.3g} (its weights)")
-        steps.append(Step(f"reconstructors of {weights:,} weights ({len(group)} runs)", sum(r.steps for r in group),
+        steps.append(Step(f"reconstructors of {weights:,} weights ({plural(len(group), 'run')})",
+                          sum(r.steps for r in group),
                           "Adam steps", reference * ratio, basis, "reconstructor_steps (and the sweeps' steps)"))
     if cfg.identity_source == "celeba":
         steps.append(Step("CelebA photos through WideResNet-50-2", CELEBA_TRAIN + CELEBA_TEST, "images",
@@ -547,25 +548,28 @@ def _diffusion(cfg):
         dps = dsg = seconds / book_steps
         dps_basis = dsg_basis = (f"estimate: the book run's {seconds} s (SECONDS, 2 CPU cores) over its "
                                  f"{book_steps:,} sampler steps: an upper bound")
+    below_dsg = f"estimate: at most a DSG step, {dsg_basis.removeprefix('estimate: ')}"
     steps, runs = [], diffusion_runs(cfg)
     for key, count in sorted(runs.items()):
         method, _, n = key.partition(" ")
         if method in ("DLG", "IG"):
             iterations = cfg.dlg_iterations * (cfg.ig_restarts if method == "IG" else 1)
-            steps.append(Step(f"{method} baseline ({count} runs)", count * iterations, "gradient-matching steps", dsg,
-                              f"estimate: at most a DSG step ({dsg_basis})", "dlg_iterations x targets",
+            steps.append(Step(f"{method} baseline ({plural(count, 'run')})", count * iterations,
+                              "gradient-matching steps", dsg,
+                              below_dsg, "dlg_iterations x targets",
                               on_cpu=cfg.digits))
         else:
             seconds, basis = (dsg, dsg_basis) if method == "DSG" else (dps, dps_basis)
             if method == "prior":
-                basis = f"estimate: at most a DPS step ({basis})"
-            steps.append(Step(f"{method}, {n} steps ({count} runs)", count * int(n), "sampler steps", seconds, basis,
+                basis = f"estimate: at most a DPS step, {basis.removeprefix('estimate: ')}"
+            steps.append(Step(f"{method}, {n} steps ({plural(count, 'run')})", count * int(n), "sampler steps",
+                              seconds, basis,
                               "targets x the grids (variances, sweep_zetas, sweep_rates, attacked_models)",
                               on_cpu=cfg.digits))
     weights = {name: weights_of(_meta(lambda: gradient_targets.gradient_target(
         name, in_channels=cfg.in_channels, image_size=cfg.image_size))) for name in cfg.attacked_models}
     steps.append(Step("Reconstruction Vulnerability, Eq. (17)", cfg.rv_images * cfg.rv_directions * len(weights),
-                      "directions (one image)", dsg, f"estimate: at most a DSG step ({dsg_basis})",
+                      "directions (one image)", dsg, below_dsg,
                       "rv_images x rv_directions x attacked_models", on_cpu=cfg.digits))
     largest = max(weights.values())
     batch = min(max(cfg.targets, module.BATCH_ENTRIES // largest), max(runs.values()))  # Experiment._attack's rule

@@ -52,17 +52,25 @@ class Need:
 
     def describe(self) -> str:
         """The parts, largest first, and how they combine."""
-        parts = [f"{what} {size(b)}" for what, b in sorted(self.parts, key=lambda p: -p[1])]
+        parts = [f"{what} {size(b)}" for what, b in sorted(self.parts, key=lambda p: -p[1]) if b > 0]
         if len(parts) < 2:
             return "".join(parts)
         return " + ".join(parts) if self.summed else "the largest of: " + ", ".join(parts)
 
 
 def size(nbytes: float) -> str:
-    """``nbytes`` with three significant digits in GB (10^9 bytes), TB from 1,000 GB, MB below 1 GB."""
+    """``nbytes`` with three significant digits in GB (10^9 bytes), TB from 1,000 GB, MB below 1 GB, kB below 1 MB;
+    ``0 MB`` for nothing."""
     if nbytes >= 1000 * GB:
         return f"{nbytes / 1000 / GB:.3g} TB"
-    return f"{nbytes / GB:.3g} GB" if nbytes >= GB else f"{nbytes / 1e6:.3g} MB"
+    if nbytes >= GB:
+        return f"{nbytes / GB:.3g} GB"
+    return f"{nbytes / 1e3:.3g} kB" if 0 < nbytes < 1e6 else f"{nbytes / 1e6:.3g} MB"
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 run``, ``2 runs``: a count with its noun."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 def hours_text(hours: float) -> str:
@@ -163,8 +171,12 @@ class Plan:
                          "this scale on 2 CPU cores, its SECONDS)")
         elif self.device is not None:
             lines.append(f"  total on this machine ({self.device.name}): {hours_text(self.hours_here())}")
-        lines.append("  total: " + ", ".join(f"{c.name} {self.on_card(c)}" for c in CARDS)
-                     + " (speed factors from FP32 and bandwidth: approximate)")
+        if self.scale == "paper":
+            lines.append("  total: " + ", ".join(f"{c.name} {self.on_card(c)}" for c in CARDS)
+                         + " (speed factors from FP32 and bandwidth: approximate)")
+        else:  # the per-step GPU costs were timed at the papers' sizes: they do not shrink to these small networks
+            lines.append("  on a GPU: not costed at this scale, whose small networks gain little from one (the "
+                         "reproduce page's GPU run); the cards' hours are planned at 'paper' scale")
         def parts(need: Need) -> str:
             return f" ({need.describe()})" if need.bytes else ""
 

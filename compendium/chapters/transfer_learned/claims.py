@@ -342,14 +342,14 @@ def variant_summary(variants: pd.DataFrame) -> str:
     reference = rows.iloc[0]
     parts = []
     if verdicts["tl-adam"] is not None:
-        parts.append("Adam lowers the TPR at $\\tau_{NN}$ significantly, with the attack above chance, as in the "
-                     "paper" if verdicts["tl-adam"][0] else "Adam does not both lower the TPR at $\\tau_{NN}$ "
+        parts.append("Adam lowers the TPR at τ_NN significantly, with the attack above chance, as in the "
+                     "paper" if verdicts["tl-adam"][0] else "Adam does not both lower the TPR at τ_NN "
                      "significantly and keep the attack above chance")
     recipes = [name for name in rows.index[1:] if name in TRAINING_VARIANTS and name != "Adam"]
     if recipes:
         shifts = {name: _shift(rows.loc[name], reference, "TPR*") for name in recipes}
         worst = min(shifts, key=shifts.get)
-        parts.append(f"every other recipe moves TPR and FPR at $\\tau_{{NN}}$ by at most {SIGNIFICANT_SE:g} "
+        parts.append(f"every other recipe moves TPR and FPR at τ_NN by at most {SIGNIFICANT_SE:g} "
                      "standard errors, as the paper found" if verdicts["tl-recipes"][0] else
                      f"not every other recipe stays within {SIGNIFICANT_SE:g} standard errors: {worst} lowers the "
                      f"TPR the most ({shifts[worst]:+.1f} standard errors)")
