@@ -349,40 +349,29 @@ class TransferRun:
 
 
 def transfer_runs(cfg) -> list[TransferRun]:
-    """Every attack the transfer-learning notebook runs, in its order: one per ``N`` of ``set_sizes``, the
-    unconditional one, the factor sweep (``shadow_counts``, ``init_stds``), the binary heads, the recipe variants,
-    the CelebA experiment and the DP-SGD sweep; ``store`` names the heads (as ``run_attack`` names its folder), so
-    that attacks on the same heads share them."""
+    """Every attack the transfer-learning notebook runs, in its order: the chapter's one list
+    (:func:`compendium.chapters.transfer_learned.chapter_attacks`, which the notebook, its sweeps and ``python -m
+    compendium jobs`` read too), labelled ``"<section>: <key>"``; ``store`` names the heads (as ``run_attack`` names
+    its folder), so that attacks on the same heads share them."""
     tl = chapters.chapter("transfer_learned").module
     features = {row: f for f, row, _ in tl.PAPER_EXTRACTOR_FEATURES.values()} | {
         "digits": cfg.extractor_hidden, "mnist_digits": cfg.extractor_hidden}
-    std = cfg.head_init_std
-
-    def run(label, n, *, heads=None, steps=None, init_std=None, binary=False, canonical=False, variant=None,
-            ood=False, identity=False, sigma=None):
-        dataset = cfg.identity_source if identity else cfg.dataset
-        recipe = tl.HeadRecipe.of(dataset, n, binary=binary, variant=variant, identity=identity)
-        heads = heads or (cfg.identity_shadow_train if identity else cfg.shadow_train)
-        store = (dataset, binary, canonical, variant, ood, identity, n, heads,
-                 init_std if init_std is not None else std, sigma)
-        actual = math.ceil((steps or (cfg.identity_steps if identity else cfg.reconstructor_steps)) * 32 / heads
-                           ) * math.ceil(heads / 32)  # whole passes over the heads, as run_attack rounds
-        kind = "identity" if identity else "binary" if binary else "class" if sigma is None else "DP-SGD"
-        return TransferRun(label, kind, n, heads, actual, recipe.dim(features[dataset]), features[dataset], store)
-
-    runs = [run(f"N = {n}", n) for n in cfg.set_sizes]
-    runs.append(run("unconditional", 10, steps=cfg.unconditional_steps))
-    runs += [run(f"{k:,} heads", 10, heads=k) for k in cfg.shadow_counts if k != cfg.shadow_train]
-    runs += [run(f"init std {s:g}", 10, init_std=s) for s in cfg.init_stds if s != std]
-    runs += [run("binary" + (", ordered" if c else ""), 10, binary=True, canonical=c) for c in cfg.binary_variants]
-    changes = [*cfg.training_variants, *([tl.OOD] if cfg.ood else [])]
-    for change in [None, *changes] if changes else []:
-        variant = change if change in tl.TRAINING_VARIANTS else None
-        runs.append(run(f"variant: {change or 'none'}", 10, heads=cfg.variant_shadow_train,
-                        steps=cfg.variant_reconstructor_steps, variant=variant, ood=change == tl.OOD))
-    runs += [run(f"identity, N = {n}", n, identity=True) for n in cfg.identity_set_sizes]
-    runs += [run(f"DP-SGD σ = {s:g}", cfg.dp_set_size, heads=cfg.dp_shadow_train, steps=cfg.dp_reconstructor_steps,
-                 sigma=s) for s in cfg.dp_noise_multipliers]
+    runs = []
+    for section, attacks in tl.chapter_attacks(cfg).items():
+        for key, spec in attacks.items():
+            identity, binary = spec.task == "identity", spec.task == "binary"
+            dataset = cfg.identity_source if identity else cfg.dataset
+            recipe = tl.HeadRecipe.of(dataset, spec.set_size, binary=binary, variant=spec.variant, identity=identity)
+            heads = spec.shadow_train or (cfg.identity_shadow_train if identity else cfg.shadow_train)
+            init_std = spec.init_std if spec.init_std is not None else cfg.head_init_std
+            store = (dataset, binary, spec.canonical, spec.variant, spec.ood, identity, spec.set_size, heads, init_std,
+                     spec.noise_multiplier)
+            steps = spec.steps or (cfg.identity_steps if identity else cfg.reconstructor_steps)
+            actual = math.ceil(steps * 32 / heads) * math.ceil(heads / 32)  # whole passes, as run_attack rounds
+            kind = ("identity" if identity else "binary" if binary else
+                    "class" if spec.noise_multiplier is None else "DP-SGD")
+            runs.append(TransferRun(f"{section}: {key}", kind, spec.set_size, heads, actual,
+                                    recipe.dim(features[dataset]), features[dataset], store))
     return runs
 
 
