@@ -235,8 +235,10 @@ def priority_prefix(rank: int) -> list[str]:
 
     The longest chapter sets the build's time.  With equal priorities it gets only its share of the cores while the
     shorter ones run, and then runs alone on one thread while the other cores idle; at a lower priority the shorter
-    ones take what it leaves.  On 2 cores at ``book`` scale (three at once) the longest chapter, diffusion, took 842
-    s with equal priorities, and the execution 848 s."""
+    ones take what it leaves.  A Jupyter kernel runs in a session of its own, so the kernels take the same nice value
+    for their scheduling groups (:data:`compendium.NICENESS_VARIABLE`), and the longest chapter gets every core's
+    threads (:func:`execute_chapters`).  On 2 cores at ``book`` scale (three at once) the longest chapter,
+    diffusion, took 842 s with equal priorities and one thread each, and the execution 848 s."""
     validation.integer("rank", rank, minimum=0)
     nice = shutil.which("nice")
     return [] if rank == 0 or nice is None else [nice, "-n", str(BESIDE_LONGEST_NICENESS)]
@@ -299,12 +301,17 @@ def execute_chapters(keys: list[str], *, scale: str = "book", device: str = "aut
     env = thread_environment(processes or min(jobs, len(stale) or 1))
 
     def run(key: str) -> str | None:
-        command = [*priority_prefix(stale.index(key)), sys.executable, "-m", "compendium", "run", key, "--scale",
-                   scale, "--device", device, "--seed", str(seed), "--output", str(targets[key])]
+        prefix = priority_prefix(stale.index(key))
+        command = [*prefix, sys.executable, "-m", "compendium", "run", key, "--scale", scale, "--device", device,
+                   "--seed", str(seed), "--output", str(targets[key])]
+        if prefix:  # beside the longest chapter: its kernel at the same lower priority
+            chapter_env = {**env, compendium.NICENESS_VARIABLE: prefix[-1]}
+        else:  # the longest, with every core's threads for when it runs alone
+            chapter_env = thread_environment(1) if len(stale) > 1 else env
         sys.stdout.write(f"[{key}] executing in a process of its own\n")  # one write: the lines of two runs
         sys.stdout.flush()  # do not interleave
         start = time.perf_counter()
-        result = subprocess.run(command, env=env, cwd=repository_root(), stdout=subprocess.PIPE,
+        result = subprocess.run(command, env=chapter_env, cwd=repository_root(), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
         sys.stdout.write(f"[{key}] {'executed' if result.returncode == 0 else 'FAILED'} after "
                          f"{time.perf_counter() - start:.0f} s: {targets[key]}\n")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -188,3 +189,16 @@ def test_jobs_lists_a_chapters_trainings_and_runs_one(tmp_path: Path, capsys) ->
         assert message in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli.main(["jobs", "transfer_learned", "--set", "no value"])
+
+
+@pytest.mark.skipif(not Path("/proc/self/autogroup").exists(), reason="no Linux autogroup here")
+def test_a_kernel_beside_the_longest_chapter_takes_the_lower_priority_for_its_session() -> None:
+    """A Jupyter kernel runs in a session of its own; importing the package with the build's variable set gives that
+    session's scheduling group the nice value (it is started here in a new session, as jupyter_client starts it)."""
+    import compendium
+
+    code = "import compendium; print(open('/proc/self/autogroup').read())"
+    env = {**os.environ, compendium.NICENESS_VARIABLE: "10"}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120,
+                            start_new_session=True)
+    assert result.returncode == 0 and result.stdout.strip().endswith("nice 10"), result
