@@ -206,7 +206,10 @@ return {
   unrendered: [...document.querySelectorAll(".math")].filter((e) => !e.querySelector("mjx-container")).length,
   rendered: document.querySelectorAll("mjx-container").length,
   errors: [...document.querySelectorAll("mjx-merror")].map((e) => e.textContent),
-  rawTex: ["\\\\(", "\\\\[", "$$"].filter((s) => prose.textContent.includes(s)),
+  rawTex: ["\\\\(", "\\\\[", "$$", "$\\\\"].flatMap((s) => {
+    const at = prose.textContent.indexOf(s);
+    return at < 0 ? [] : [`${s} in "${prose.textContent.slice(Math.max(0, at - 40), at + 40).replace(/\\s+/g, " ")}"`];
+  }),
 };
 """
 
@@ -218,12 +221,77 @@ OVERFLOW = """
 const boxes = document.querySelectorAll(
   "div.cell_output, div.cell_output *, div.proof, div.proof *, div.admonition, div.admonition *, main pre");
 return [...boxes]
+  .filter((e) => !e.closest("mjx-assistive-mml"))  // MathJax's copy for screen readers, clipped to nothing
   .filter((e) => e.tagName === "MJX-CONTAINER" ? e.getAttribute("display") === "true"
                                                : !getComputedStyle(e).display.startsWith("inline"))
   .filter((e) => e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 2)
   .map((e) => `${e.tagName.toLowerCase()}.${[...e.classList].join(".")}: content ${e.scrollWidth} px in a `
               + `${e.clientWidth} px box: "${(e.textContent || "").trim().slice(0, 60)}"`);
 """
+
+
+# What fails at every width (layout.js and custom.css's "scroll cues" keep these true):
+# - a box whose content is wider than it (a table, a code cell, a formula) and that does not fade out at its edge:
+#   a phone's scroll bars are hidden, so without the cue the hidden columns or the formula's end are not there;
+# - a caption whose text runs past the box it is shown in (a table's caption is as wide as the table);
+# - a formula drawn below 10 px, or smaller than the text around it (shrunk to fit its box instead of scrolling);
+# - punctuation after an inline formula that starts a line of its own.
+LAYOUT = """
+const article = document.querySelector("main") || document.body;
+const root = document.documentElement;
+const describe = (e) => `${e.tagName.toLowerCase()}.${[...e.classList].join(".")}: "`
+  + `${(e.getAttribute("aria-label") || e.textContent || "").trim().replace(/\\s+/g, " ").slice(0, 60)}"`;
+const scrollsX = (e) => ["auto", "scroll"].includes(getComputedStyle(e).overflowX);
+const cue = (e) => [getComputedStyle(e).maskImage, getComputedStyle(e).webkitMaskImage]
+  .some((m) => m && m.includes("gradient"));
+const cueless = [...article.querySelectorAll("*")]
+  .filter((e) => e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 2 && scrollsX(e) && !cue(e))
+  .map((e) => `${describe(e)} (content ${e.scrollWidth} px in a ${e.clientWidth} px box)`);
+const visibleBox = (e) => {
+  for (let a = e.parentElement; a && a !== root; a = a.parentElement) {
+    if (getComputedStyle(a).overflowX !== "visible") return a.getBoundingClientRect();
+  }
+  return {left: 0, right: root.clientWidth};
+};
+const cutCaptions = [...article.querySelectorAll("caption, figcaption, div.result-table > p:first-child")]
+  .filter((c) => {
+    const box = visibleBox(c);
+    const text = document.createRange();
+    text.selectNodeContents(c);
+    return [...text.getClientRects()].some((r) => r.width > 0 && (r.right > box.right + 2 || r.left < box.left - 2));
+  })
+  .map(describe);
+const probe = document.createElement("div");
+probe.style.cssText = "position: absolute; visibility: hidden; width: 100ex; font-size: 100px";
+article.appendChild(probe);
+const exPerEm = probe.getBoundingClientRect().width / 100 / 100;
+probe.remove();
+// a formula's size: its text's font size times the scale it is drawn at (MathJax sizes its SVG in ex of the text)
+const smallMath = [...article.querySelectorAll("mjx-container > svg")]
+  .filter((s) => /ex$/.test(s.getAttribute("width") || "") && s.getBoundingClientRect().width > 0)
+  .map((s) => [s, s.getBoundingClientRect().width / parseFloat(s.getAttribute("width")) / exPerEm,
+               parseFloat(getComputedStyle(s).fontSize)])
+  .filter(([s, px, text]) => px < 10 || px < 0.9 * text)
+  .map(([s, px, text]) => `${describe(s.parentElement)} drawn at ${px.toFixed(1)} px in ${text} px text`);
+const strayPunctuation = [...article.querySelectorAll("span.math")].flatMap((m) => {
+  const after = m.nextSibling;
+  if (!after || after.nodeType !== Node.TEXT_NODE || !/^[.,;:)]/.test(after.data)) return [];
+  const mark = document.createRange();
+  mark.setStart(after, 0);
+  mark.setEnd(after, 1);
+  const r = mark.getBoundingClientRect(), f = m.getBoundingClientRect();
+  return r.width > 0 && f.width > 0 && r.left < f.left ? [`"${after.data.slice(0, 2)}" after ${describe(m)}`] : [];
+});
+return {cueless, cutCaptions, smallMath, strayPunctuation};
+"""
+
+
+def assert_layout(browser, page: str, width: int) -> None:
+    state = browser.execute_script(LAYOUT)
+    for key, what in [("cueless", "content wider than its box that scrolls with no cue (layout.js's fade)"),
+                      ("cutCaptions", "captions cut off"), ("smallMath", "formulas drawn too small to read"),
+                      ("strayPunctuation", "punctuation after a formula alone at a line's start")]:
+        assert not state[key], f"{page} at {width} px: {what}:\n" + "\n".join(state[key][:10])
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -242,6 +310,7 @@ def test_page_renders_in_chromium(browser, server: str, site: Path, page: str) -
     assert not state["rawTex"], f"{page}: raw TeX delimiters {state['rawTex']} in the rendered text"
     overflowing = browser.execute_script(OVERFLOW)
     assert not overflowing, f"{page}: content wider than its box (cut off at 1280 px):\n" + "\n".join(overflowing[:10])
+    assert_layout(browser, page, 1280)
 
 
 # At phone width a wide table or display equation may scroll inside its own box; what fails is content that no box
@@ -293,6 +362,7 @@ def test_page_fits_a_phone(browser, server: str, page: str) -> None:
         browser.get(f"{server}/{page}.html")
         browser.execute_async_script(WAIT_FOR_MATHJAX)
         state = browser.execute_script(CLIPPED)
+        assert_layout(browser, page, 400)
     finally:
         browser.set_window_size(1280, 900)
     assert state["pageWidth"] <= state["viewport"] + 2, f"{page}: the page scrolls sideways at 400 px: {state}"
