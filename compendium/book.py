@@ -235,10 +235,11 @@ def priority_prefix(rank: int) -> list[str]:
 
     The longest chapter sets the build's time.  With equal priorities it gets only its share of the cores while the
     shorter ones run, and then runs alone on one thread while the other cores idle; at a lower priority the shorter
-    ones take what it leaves.  A Jupyter kernel runs in a session of its own, so the kernels take the same nice value
-    for their scheduling groups (:data:`compendium.NICENESS_VARIABLE`), and the longest chapter gets every core's
-    threads (:func:`execute_chapters`).  On 2 cores at ``book`` scale (three at once) the longest chapter,
-    diffusion, took 842 s with equal priorities and one thread each, and the execution 848 s."""
+    ones take what it leaves, so that the cores stay busy to the end.  A Jupyter kernel runs in a session of its own,
+    so the kernels take the same nice value for their scheduling groups (:data:`compendium.NICENESS_VARIABLE`).  The
+    longest keeps one thread: on 2 cores at ``book`` scale (three chapters at once) diffusion took 842 s with equal
+    priorities and one thread each (the execution 848 s), and 598 s at full priority on two threads, which kept 1.6
+    cores busy and left the other chapters too little (the execution took longer)."""
     validation.integer("rank", rank, minimum=0)
     nice = shutil.which("nice")
     return [] if rank == 0 or nice is None else [nice, "-n", str(BESIDE_LONGEST_NICENESS)]
@@ -304,10 +305,8 @@ def execute_chapters(keys: list[str], *, scale: str = "book", device: str = "aut
         prefix = priority_prefix(stale.index(key))
         command = [*prefix, sys.executable, "-m", "compendium", "run", key, "--scale", scale, "--device", device,
                    "--seed", str(seed), "--output", str(targets[key])]
-        if prefix:  # beside the longest chapter: its kernel at the same lower priority
-            chapter_env = {**env, compendium.NICENESS_VARIABLE: prefix[-1]}
-        else:  # the longest, with every core's threads for when it runs alone
-            chapter_env = thread_environment(1) if len(stale) > 1 else env
+        # beside the longest chapter: its kernel at the same lower priority
+        chapter_env = {**env, compendium.NICENESS_VARIABLE: prefix[-1]} if prefix else env
         sys.stdout.write(f"[{key}] executing in a process of its own\n")  # one write: the lines of two runs
         sys.stdout.flush()  # do not interleave
         start = time.perf_counter()
