@@ -727,7 +727,7 @@ def _owning_module(name: str, fn) -> tuple[torch.nn.Module, str]:
 def checkpoint_digest(feature_map, x: torch.Tensor, *, generator: torch.Generator, exact_map=None, **settings) -> str:
     """The SHA-256 digest (64 hex digits, :func:`compendium.base.digest`) of everything that determines a
     :func:`hcr_bound` run, which names its checkpoint files: for ``feature_map`` and ``exact_map`` (``None``: none)
-    the module they belong to (:func:`_owning_module`), by its class, the method called, every submodule's
+    the module they belong to (``_owning_module``), by its class, the method called, every submodule's
     ``training`` flag, and the names, dtypes, shapes and bytes of its parameters and buffers (its ``state_dict``);
     ``x``'s dtype, shape, device type and bytes; the generator's device type and state before the draws; and
     ``settings`` (``sigma``, ``num_restarts``, ... as keywords, written as JSON)."""
