@@ -99,7 +99,7 @@ def execute_notebook(
     partial = target.with_name(f".{target.stem}.partial.ipynb")
     failed = target.with_name(f"{target.stem}.failed.ipynb")
     print(f"[{label}] executing {source} with {parameters}", flush=True)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), _children_cpu_seconds()
     previous = os.environ.get(BOOK_BUILD)
     os.environ[BOOK_BUILD] = "1"  # the kernel inherits it: figures are glued for the page, not shown twice
     import papermill  # here, not at the top: its import takes seconds that `compendium risk` need not wait
@@ -129,13 +129,26 @@ def execute_notebook(
         if "injected-parameters" in tags and "remove-cell" not in tags:
             cell.metadata["tags"] = [*tags, "remove-cell"]
     executed.metadata[METADATA_KEY] = {"cache_key": key, "parameters": parameters, "version": compendium.__version__,
-                                       "seconds": round(time.perf_counter() - start, 1), "cpus": usable_cores(),
+                                       "seconds": round(time.perf_counter() - start, 1),
+                                       "cpu_seconds": round(_children_cpu_seconds() - cpu_start, 1),
+                                       "cpus": usable_cores(),
                                        "threads": os.environ.get("OMP_NUM_THREADS") or str(usable_cores())}
     nbformat.write(executed, partial)
     os.replace(partial, target)
     failed.unlink(missing_ok=True)
     print(f"[{label}] executed: {target}", flush=True)
     return True
+
+
+def _children_cpu_seconds() -> float:
+    """The CPU seconds (user and system) of this process's finished children, among them each chapter's kernel once
+    papermill has shut it down; 0 where the ``resource`` module is missing (Windows)."""
+    try:
+        import resource
+    except ImportError:
+        return 0.0
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _check_jobs(jobs) -> int:
@@ -220,7 +233,8 @@ def default_jobs() -> int:
     """Chapters executed at once unless told otherwise: one per core, and one more where the cores are fewer than
     half the chapters.  With one per core, the cores whose chapters end first idle while the longest ones run; a
     process more than there are cores keeps every core busy to the end.  On 2 cores the whole book at ``book`` scale
-    took 16 min 17 s with 2 chapters at once and 14 min 6 s with 3."""
+    took 16 min 17 s with 2 chapters at once and 14 min 6 s with 3 (an earlier version of the book), and 812 s after
+    the install with 3 and the longest at full priority (:func:`priority_prefix`; 888 s with equal priorities)."""
     cores = usable_cores()
     return cores + 1 if 2 * cores <= len(chapters.registry()) else cores
 
@@ -238,8 +252,8 @@ def priority_prefix(rank: int) -> list[str]:
     ones take what it leaves, so that the cores stay busy to the end.  A Jupyter kernel runs in a session of its own,
     so the kernels take the same nice value for their scheduling groups (:data:`compendium.NICENESS_VARIABLE`).  The
     longest keeps one thread: on 2 cores at ``book`` scale (three chapters at once) diffusion took 842 s with equal
-    priorities and one thread each (the execution 848 s), and 598 s at full priority on two threads, which kept 1.6
-    cores busy and left the other chapters too little (the execution took longer)."""
+    priorities and one thread each (the execution 848 s), 607 s at full priority on one thread (the execution 770
+    s), and 598 s on two threads, which kept 1.6 cores busy and left the others too little."""
     validation.integer("rank", rank, minimum=0)
     nice = shutil.which("nice")
     return [] if rank == 0 or nice is None else [nice, "-n", str(BESIDE_LONGEST_NICENESS)]
@@ -252,19 +266,25 @@ def thread_environment(jobs: int) -> dict[str, str]:
     return {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
 
 
-def recorded_seconds(executed: Path, scale: str | None = None) -> float | None:
-    """The execution time an executed notebook recorded (at ``scale``, when given), ``None`` if it has none."""
+def recorded_seconds(executed: Path, scale: str | None = None, *, cpu: bool = False) -> float | None:
+    """The execution time an executed notebook recorded (at ``scale``, when given): wall-clock seconds, or with
+    ``cpu`` its kernel's CPU seconds (recorded since the build gave the chapters unequal priorities); ``None`` if it
+    has none."""
     try:
         meta = nbformat.read(executed, as_version=4).metadata.get(METADATA_KEY, {})
     except (OSError, ValueError):
         return None
-    return meta.get("seconds") if scale is None or meta.get("parameters", {}).get("scale") == scale else None
+    if scale is not None and meta.get("parameters", {}).get("scale") != scale:
+        return None
+    return meta.get("cpu_seconds" if cpu else "seconds") or None
 
 
 def expected_seconds(key: str, executed: Path, scale: str) -> float:
-    """How long chapter ``key`` should take at ``scale``: the time its last run at that scale recorded in
-    ``executed``, else the chapter module's ``SECONDS`` (a fresh clone has no recorded run)."""
-    recorded = recorded_seconds(executed, scale)
+    """How much work chapter ``key`` is at ``scale``: the CPU seconds of its kernel that its last run at that scale
+    recorded in ``executed`` (else that run's wall-clock seconds), else the chapter module's ``SECONDS`` (a fresh
+    clone has no recorded run).  CPU seconds, because a run's wall-clock time depends on its priority beside the
+    others (:func:`priority_prefix`): ordered by it, the chapter given priority would take it from the next."""
+    recorded = recorded_seconds(executed, scale, cpu=True) or recorded_seconds(executed, scale)
     return recorded if recorded is not None else chapters.chapter(key).seconds.get(scale, math.inf)
 
 

@@ -223,7 +223,8 @@ def test_unknown_chapter_module_gives_a_clear_error(monkeypatch, tmp_path):
 
 def test_the_build_expects_a_chapters_recorded_time_at_the_scale_else_its_declared_one(tmp_path):
     """execute_chapters starts the longest chapter first: a fresh clone has no recorded runs, so the modules'
-    SECONDS order them; a run recorded at another scale says nothing about this one."""
+    SECONDS order them; a run recorded at another scale says nothing about this one; a recorded kernel CPU time
+    counts before a wall-clock time."""
     import nbformat
 
     from compendium import book
@@ -235,3 +236,6 @@ def test_the_build_expects_a_chapters_recorded_time_at_the_scale_else_its_declar
     nbformat.write(notebook, executed)
     assert book.expected_seconds("hcr", executed, "ci") == 7.5
     assert book.expected_seconds("hcr", executed, "book") == chapters.chapter("hcr").seconds["book"]
+    notebook.metadata[book.METADATA_KEY]["cpu_seconds"] = 3.25  # the kernel's work, whatever its priority was
+    nbformat.write(notebook, executed)
+    assert book.expected_seconds("hcr", executed, "ci") == 3.25

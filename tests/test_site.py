@@ -141,6 +141,7 @@ def test_reproduce_page_shows_this_builds_chapter_times(site: Path, executed_not
     for key, path in executed_notebooks.items():
         recorded = book.recorded_seconds(path)
         assert recorded is not None and recorded > 0
+        assert 0 < book.recorded_seconds(path, cpu=True) < 10 * recorded  # the kernel's CPU time, for the order
         assert rows[chapters.chapter(key).title][1:3] == ["ci", book.duration_text(recorded)]
 
 
