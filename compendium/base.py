@@ -89,6 +89,11 @@ def digest(identity: dict, *arrays, length: int = 16) -> str:
     return hasher.hexdigest()[:length]
 
 
+def plural(count: int, noun: str) -> str:
+    """``1 run``, ``2 runs``: a count with its noun (a regular plural)."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
 def glued_texts(cells) -> dict[str, tuple[int, str]]:
     """Name -> (index of the cell that glued it, its ``text/plain``) for every value that the cells of an executed
     notebook glued with myst-nb's ``glue`` (an output whose metadata holds a ``scrapbook`` record)."""

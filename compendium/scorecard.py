@@ -132,14 +132,14 @@ class Card:
         self.findings[key] = Finding(claim, verdict, found, True)
 
     def compare(self, key: str, *, ours: float, paper: float, rtol: float = 0.0, atol: float = 0.0,
-                fmt: str = ".3g", unit: str = "") -> None:
+                fmt: str = ".3g", unit: str = "", what: str = "") -> None:
         """Record claim ``key`` by comparing ``ours`` with the paper's number: the check holds when
         ``|ours - paper| <= atol + rtol |paper|`` (the tolerance of the comparison, or the paper's printed
-        precision)."""
+        precision).  ``what`` names the number in the finding (e.g. ``"the MSE ratio at a = 10:"``)."""
         if not (math.isfinite(ours) and math.isfinite(paper)):
             raise ValueError(f"claim {key!r}: ours={ours!r}, paper={paper!r}; allowed: finite numbers")
         holds = abs(ours - paper) <= atol + rtol * abs(paper)
-        found = f"{ours:{fmt}}{unit} (paper: {paper:{fmt}}{unit})"
+        found = f"{what + ' ' if what else ''}{ours:{fmt}}{unit} (paper: {paper:{fmt}}{unit})"
         self.check(key, holds=holds, found=found)
 
     def passed(self, key: str, *, found: str) -> None:

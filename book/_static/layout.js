@@ -8,7 +8,9 @@
    2. Punctuation right after an inline formula is kept on the formula's line: browsers may break a line between
       an inline box (MathJax's formula) and a following ")." or ",", which then starts the next line alone.
    3. The cells of a table marked "cards-on-phone" are labelled with their column's name (data-label), which the
-      stylesheet shows when, on a phone, each row is drawn as a card. */
+      stylesheet shows when, on a phone, each row is drawn as a card.
+   4. A figure's image opens at full size when clicked: on a phone a multi-panel figure scaled to the screen's width
+      has labels too small to read. */
 (function () {
   "use strict";
 
@@ -81,9 +83,23 @@
     });
   }
 
+  function linkFigures() {
+    document.querySelectorAll("figure img").forEach((img) => {
+      if (img.closest("a") || !img.getAttribute("src")) {
+        return;
+      }
+      const link = document.createElement("a");
+      link.href = img.getAttribute("src");
+      link.title = "Open the figure at full size";
+      img.replaceWith(link);
+      link.appendChild(img);
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", () => {
     gluePunctuation();
     labelCards();
+    linkFigures();
     // the formulas' boxes exist once MathJax has drawn them (a page without mathematics does not load it)
     const mathjax = window.MathJax && window.MathJax.startup && window.MathJax.startup.promise;
     (mathjax || Promise.resolve()).then(watchScrollBoxes, watchScrollBoxes);

@@ -6,8 +6,9 @@ import math
 from dataclasses import dataclass
 
 from compendium import chapters
+from compendium.base import plural
 from compendium.plan.machines import FLOPS_EFFICIENCY, MEASURED, flops_seconds, measured
-from compendium.plan.steps import Need, Step, planner, plural
+from compendium.plan.steps import Need, Step, planner
 
 #: Bytes of a float32 / float64 value.
 F32, F64 = 4, 8

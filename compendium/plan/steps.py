@@ -68,11 +68,6 @@ def size(nbytes: float) -> str:
     return f"{nbytes / 1e3:.3g} kB" if 0 < nbytes < 1e6 else f"{nbytes / 1e6:.3g} MB"
 
 
-def plural(count: int, noun: str) -> str:
-    """``1 run``, ``2 runs``: a count with its noun."""
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
-
-
 def hours_text(hours: float) -> str:
     """Hours for a table: minutes below one hour, seconds below one minute, days above 48 hours."""
     if hours < 1 / 60:
@@ -164,11 +159,14 @@ class Plan:
         width = max(len(s.name) for s in self.steps) if self.steps else 10
         lines = [f"{self.chapter} at {self.scale!r} scale: the run's costly steps"]
         for s in self.steps:
+            if self.scale != "paper":  # the steps' costs were timed at the papers' sizes: only the counts apply here
+                lines.append(f"  {s.name:<{width}}  {s.count:>12,.0f} {s.unit}")
+                continue
             lines.append(f"  {s.name:<{width}}  {s.count:>12,.0f} {s.unit}, {s.seconds:.3g} s each: "
                          f"{hours_text(s.hours)} {'on the CPU' if s.on_cpu else 'on the H200'} ({s.basis})")
         if self.measured is not None:
-            lines.append(f"  total on this machine: {hours_text(self.hours_here())} (measured: the chapter's time at "
-                         "this scale on 2 CPU cores, its SECONDS)")
+            lines.append(f"  total on 2 CPU cores: about {hours_text(self.hours_here())} (from an earlier build: the "
+                         "chapter's SECONDS; the reproduce page gives the times of the build you read)")
         elif self.device is not None:
             lines.append(f"  total on this machine ({self.device.name}): {hours_text(self.hours_here())}")
         if self.scale == "paper":
@@ -180,9 +178,11 @@ class Plan:
         def parts(need: Need) -> str:
             return f" ({need.describe()})" if need.bytes else ""
 
-        lines += [f"  GPU memory {size(self.gpu.bytes)}{parts(self.gpu)}",
-                  f"  host RAM {size(self.ram.bytes)}{parts(self.ram)}",
-                  f"  disk {size(self.disk.bytes)} in {self.folder}{parts(self.disk)}",
+        ram = (f"  host RAM {size(self.ram.bytes)}{parts(self.ram)}" if self.on_gpu else
+               f"  host RAM {size(self.ram.bytes + self.gpu.bytes)} (on the CPU it holds the GPU memory's share too)")
+        lines += [f"  GPU memory {size(self.gpu.bytes)}{parts(self.gpu)}", ram,
+                  f"  disk {size(self.disk.bytes)} in {self.folder}{parts(self.disk)}" if self.disk.bytes else
+                  "  disk: nothing written",
                   f"  Colab runtimes (RAM and disk) that hold it: {self.runtimes()}"]
         return "\n".join(lines)
 

@@ -20,5 +20,5 @@ from compendium.chapters.diffusion.results import *  # noqa: F403
 from compendium.chapters.diffusion.settings import *  # noqa: F403
 
 TITLE = "Gradient-guided conditional diffusion models for private image reconstruction"
-#: seconds its notebook ran in a `book` build on a quiet 2-core machine (three chapters at once, one thread each)
-SECONDS = {"ci": 25, "book": 840}
+#: CPU seconds of its kernel at each scale (`book`: in a build on 2 cores, one thread); a recorded run replaces them
+SECONDS = {"ci": 25, "book": 607}

@@ -18,5 +18,5 @@ from compendium.chapters.hcr.settings import *  # noqa: F403
 from compendium.chapters.hcr.theory import *  # noqa: F403
 
 TITLE = "Guarantees of confidentiality via Hammersley-Chapman-Robbins bounds"
-#: seconds its notebook ran in a `book` build on a quiet 2-core machine (three chapters at once, one thread each)
-SECONDS = {"ci": 18, "book": 620}
+#: CPU seconds of its kernel at each scale (`book`: in a build on 2 cores, one thread); a recorded run replaces them
+SECONDS = {"ci": 18, "book": 417}

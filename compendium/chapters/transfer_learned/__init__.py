@@ -33,5 +33,5 @@ from compendium.chapters.transfer_learned.results import *  # noqa: F403
 from compendium.chapters.transfer_learned.settings import *  # noqa: F403
 
 TITLE = "Vulnerability of transfer-learned networks to data reconstruction in the small-data regime"
-#: seconds its notebook ran in a `book` build on a quiet 2-core machine (three chapters at once, one thread each)
-SECONDS = {"ci": 47, "book": 500}
+#: CPU seconds of its kernel at each scale (`book`: in a build on 2 cores, one thread); a recorded run replaces them
+SECONDS = {"ci": 47, "book": 345}

@@ -10,6 +10,7 @@ from compendium.attacks.transfer_heads import (
     NUM_CLASSES,
     TRAINING_VARIANTS,
 )
+from compendium.base import plural
 from compendium.chapters.transfer_learned.results import standard_errors
 from compendium.chapters.transfer_learned.settings import (
     CHANCE_SE,
@@ -345,9 +346,10 @@ def variant_summary(variants: pd.DataFrame) -> str:
     reference = rows.iloc[0]
     parts = []
     if verdicts["tl-adam"] is not None:
-        parts.append("Adam lowers the TPR at τ_NN significantly, with the attack above chance, as in the "
-                     "paper" if verdicts["tl-adam"][0] else "Adam does not both lower the TPR at τ_NN "
-                     "significantly and keep the attack above chance")
+        adam = _shift(rows.loc["Adam"], reference, "TPR*")
+        parts.append(f"Adam moves the TPR at τ_NN by {adam:+.1f} standard errors, " + (
+            "a significant fall with the attack above chance, as in the paper" if verdicts["tl-adam"][0] else
+            "not the significant fall with the attack above chance that the paper reports"))
     recipes = [name for name in rows.index[1:] if name in TRAINING_VARIANTS and name != "Adam"]
     if recipes:
         shifts = {name: _shift(rows.loc[name], reference, "TPR*") for name in recipes}
@@ -398,7 +400,7 @@ def dp_verdicts(sweep: pd.DataFrame, *, validation_heads: int) -> dict[str, tupl
     verdicts = {
         "tl-fig4": (bool(strongest["TPR@FPR=0.01"] < first["TPR@FPR=0.01"]
                          and strongest["head accuracy"] < first["head accuracy"] - 0.1),
-                    f"{len(sweep) - 1} noise level(s): TPR at FPR = 0.01 {first['TPR@FPR=0.01']:.3f} → "
+                    f"{plural(len(sweep) - 1, 'noise level')}: TPR at FPR = 0.01 {first['TPR@FPR=0.01']:.3f} → "
                     f"{strongest['TPR@FPR=0.01']:.3f}, accuracy {first['head accuracy']:.3f} → "
                     f"{strongest['head accuracy']:.3f}"),
         "tl-fig5": (bool(abs(strongest["TPR*"] - strongest["FPR*"]) <= 5 * math.sqrt(2 * 0.25 / n)),
