@@ -129,7 +129,10 @@ def test_plan_prints_a_table_and_json(capsys) -> None:
 
     assert cli.main(["plan", "hcr", "--scale", "ci", "--device", "cpu"]) == 0
     out = capsys.readouterr().out
-    assert "hcr at 'ci' scale" in out and "LSQR solves" in out and "T4 16 GB" in out and "host RAM" in out
+    assert "hcr at 'ci' scale" in out and "LSQR solves" in out and "host RAM" in out
+    assert "T4 16 GB" not in out and "not costed at this scale" in out  # the cards' hours: at paper scale
+    assert cli.main(["plan", "hcr", "--scale", "paper", "--device", "cpu"]) == 0
+    assert "T4 16 GB" in capsys.readouterr().out
     assert cli.main(["plan", "all", "--scale", "ci", "--device", "cpu", "--json"]) == 0
     found = json.loads(capsys.readouterr().out)
     assert list(found) == list(chapters.registry())

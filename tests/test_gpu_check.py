@@ -98,7 +98,7 @@ def test_check_runs_end_to_end_on_the_cpu_at_ci_scale(tmp_path, executed_noteboo
     report = json.loads((out / "gpu_check.json").read_text())
     assert report["scale"] == "ci" and report["device"].startswith("CPU")
     items = report["paper_sizes"]
-    assert len(items) == 7 and all("error" not in row and row["per_step_s"] > 0 for row in items)
+    assert len(items) == 8 and all("error" not in row and row["per_step_s"] > 0 for row in items)
     assert all(row["hours"] == pytest.approx(row["per_step_s"] * row["count"] / 3600) for row in items)
     (row,) = report["chapters"]
     assert row["error"] is None and row["seconds"] > 0 and row["reference_parameters"]["scale"] == "ci"
