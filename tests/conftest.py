@@ -51,18 +51,20 @@ class BookWork:
     def _run(self) -> None:
         try:
             self.chapters()
+            start = time.perf_counter()
+            self.site.set_result(book.build_book(scale="ci", out=self.build_dir, jobs=JOBS))
+            self.seconds["site", "all"] = time.perf_counter() - start
         except BaseException as err:  # handed to every fixture that waits on this step or a later one
             for rest in (self.executed, self.paper_shapes, self.site):
                 if not rest.done():
                     rest.set_exception(err)
 
     def chapters(self) -> None:
-        """Every chapter executed, then the site rendered from them and the chapters run at the papers' shapes
-        (:func:`paper_shape`), on :data:`JOBS` workers: a free worker executes the longest chapter not yet executed,
-        else renders the site once every execution has ended (so that the browser tests run beside the paper
-        shapes), else runs a chapter at the papers' shapes.  Sets :attr:`executed` once every execution has ended
-        (with every failed chapter's output in one error), :attr:`site` once rendered, and :attr:`paper_shapes`
-        (key -> the executed notebook, or the error) at the end; raises the executions' error, if any."""
+        """Every chapter executed, then run at the papers' shapes (:func:`paper_shape`), on :data:`JOBS` workers: a
+        free worker executes the longest chapter not yet executed, else runs a chapter at the papers' shapes.  Sets
+        :attr:`executed` once every execution has ended (with every failed chapter's output in one error) and
+        :attr:`paper_shapes` (key -> the executed notebook, or the error) at the end; raises the executions' error,
+        if any, for the site."""
         out = self.build_dir / "executed"
         keys = sorted(chapters.registry(),
                       key=lambda k: -book.expected_seconds(k, out / chapters.chapter(k).notebook, "ci"))
@@ -74,12 +76,9 @@ class BookWork:
 
         def ended() -> None:  # called with the lock held, once, when the last execution ends
             if failed:
-                error = book.ChapterExecutionError("\n\n".join(map(str, failed.values())))
-                self.executed.set_exception(error)
-                self.site.set_exception(error)
+                self.executed.set_exception(book.ChapterExecutionError("\n\n".join(map(str, failed.values()))))
             else:
                 self.executed.set_result({key: executed[key] for key in keys})
-                tasks.insert(0, ("site", "all"))  # the next free worker renders it
 
         def worker() -> None:
             while True:
@@ -97,12 +96,6 @@ class BookWork:
 
         def do(kind: str, key: str) -> None:
             nonlocal executing
-            if kind == "site":
-                try:
-                    self.site.set_result(book.build_book(scale="ci", out=self.build_dir, jobs=JOBS))
-                except Exception as err:  # handed to the fixtures that wait on the site
-                    self.site.set_exception(err)
-                return
             if kind == "paper-shape":
                 try:
                     shaped[key] = paper_shape(key, out)
