@@ -185,6 +185,18 @@ def written_numbers(text: str) -> str:
     return HYPHEN_MINUS.sub("\u2212", EXPONENT_NOTATION.sub(written, text))
 
 
+def plain_log_ticks(ax, axis: str = "x") -> None:
+    """Label a log axis at 1, 2 and 5 times the powers of ten, as plain numbers (``5``, ``10``, ``20``), with no
+    labelled minor ticks: over about a decade matplotlib's default labels either one power of ten alone or every
+    minor tick in crowded ``4×10⁰``-style labels."""
+    from matplotlib import ticker
+
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+    target.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+    target.set_minor_formatter(ticker.NullFormatter())
+
+
 def sci(value: float, digits: int = 3) -> str:
     """``value`` to ``digits`` significant digits as a reader writes it: ``0.0123``, ``4.5 × 10⁻¹²`` (never
     ``4.5e-12``; non-breaking spaces keep it on one line, :func:`written_numbers`), ``10⁻⁵`` for ``1e-05``, a minus

@@ -87,3 +87,18 @@ def test_image_grid_frames_the_marked_images():
     framed = [ax.spines["top"].get_visible() and ax.spines["top"].get_linewidth() == 3 for ax in fig.axes]
     assert framed == [True, False, False, False, False, True]
     assert fig.axes[0].yaxis.label.get_rotation() == 0  # row labels read horizontally
+
+
+def test_plain_log_ticks_label_one_two_five_as_plain_numbers():
+    """Over about a decade the log axis reads 5, 10, 20 (not one lone power of ten, nor crowded minor labels)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.plot([4.1, 11.0, 31.0], [1, 2, 3])
+    ax.set_xscale("log")
+    plotting.plain_log_ticks(ax)
+    fig.canvas.draw()
+    shown = [t.get_text() for t in ax.get_xticklabels() if t.get_text() and 4.1 <= t.get_position()[0] <= 31]
+    assert shown == ["5", "10", "20"]
+    assert not any(t.get_text() for t in ax.get_xticklabels(minor=True))
+    plt.close(fig)

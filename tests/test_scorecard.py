@@ -74,6 +74,15 @@ def test_page_and_summary_show_every_row_with_its_verdict_and_link():
     assert "**reproduced**: the evidence of erratum 3 of {numref}`Table %s <a-errata-table>` did not show" in page
     assert "**reproduced in shape**: it rises" in page and "**not reproduced here**: needs a GPU" in page
     assert page.count("{prf:ref}`the box <a-prop") == 2 and "{numref}`Figure %s <a-fig>`" in page
+    # a card that names its run says it above the findings, on the scorecard and on the errata page
+    ran = Card("Paper A", _claims(), errata="a-errata-table", run="`ci` scale: 4 photos")
+    ran.compare("a-prop1", ours=2.0, paper=2.0, what="the ratio:")
+    ran.check("a-fig1", holds=True, found="rises")
+    ran.check("a-prop2", holds=True, found="fails")
+    published = json.loads(ran.publish())
+    assert "Found here on `ci` scale: 4 photos." in scorecard.page({"a": published})
+    assert published["rows"][0]["found"] == "the ratio: 2 (paper: 2)"
+    assert "found, on `ci` scale: 4 photos, row by row" in scorecard.errata_checks(published, elsewhere={})
     summary = scorecard.summary(cards)
     assert summary.splitlines()[6] == "| {ref}`Paper A <scorecard-a>` | 2 | 1 | 0 | 1 | 0 |"
     assert ":class: verdict-summary" in summary and summary.endswith(":::")
