@@ -105,9 +105,11 @@ def execute_notebook(
     import papermill  # here, not at the top: its import takes seconds that `compendium risk` need not wait
 
     try:
+        # The notebook is written once at the end (and on failure, with the traceback); only a `paper` run, whose
+        # cells take hours, is also saved after every cell, to be watched: at `ci` scale the saves took seconds.
         papermill.execute_notebook(
             str(source), str(partial), parameters=parameters, kernel_name=KERNEL, cwd=str(source.parent),
-            progress_bar=True,
+            progress_bar=True, request_save_on_cell_execute=parameters.get("scale") == "paper",
         )
     except Exception as err:
         if partial.exists():

@@ -51,20 +51,19 @@ class BookWork:
     def _run(self) -> None:
         try:
             self.chapters()
-            start = time.perf_counter()
-            self.site.set_result(book.build_book(scale="ci", out=self.build_dir, jobs=JOBS))
-            self.seconds["site", "all"] = time.perf_counter() - start
         except BaseException as err:  # handed to every fixture that waits on this step or a later one
             for rest in (self.executed, self.paper_shapes, self.site):
                 if not rest.done():
                     rest.set_exception(err)
 
     def chapters(self) -> None:
-        """Every chapter executed, then run at the papers' shapes (:func:`paper_shape`), on :data:`JOBS` workers: a
-        free worker executes the longest chapter not yet executed, else runs a chapter at the papers' shapes.  Sets
-        :attr:`executed` once every execution has ended (with every failed chapter's output in one error) and
-        :attr:`paper_shapes` (key -> the executed notebook, or the error) at the end; raises the executions' error,
-        if any, for the site."""
+        """Every chapter executed, then the site rendered from them and the chapters run at the papers' shapes
+        (:func:`paper_shape`), on :data:`JOBS` workers: a free worker executes the longest chapter not yet executed,
+        else renders the site once every execution has ended, else runs a chapter at the papers' shapes.  The
+        browser's tests then run beside the last paper shapes (:func:`pytest_collection_modifyitems` puts them
+        first) instead of after them, with one core idle.  Sets :attr:`executed` once every execution has ended
+        (with every failed chapter's output in one error), :attr:`site` once rendered, and :attr:`paper_shapes`
+        (key -> the executed notebook, or the error) at the end; raises the executions' error, if any."""
         out = self.build_dir / "executed"
         keys = sorted(chapters.registry(),
                       key=lambda k: -book.expected_seconds(k, out / chapters.chapter(k).notebook, "ci"))
@@ -76,9 +75,12 @@ class BookWork:
 
         def ended() -> None:  # called with the lock held, once, when the last execution ends
             if failed:
-                self.executed.set_exception(book.ChapterExecutionError("\n\n".join(map(str, failed.values()))))
+                error = book.ChapterExecutionError("\n\n".join(map(str, failed.values())))
+                self.executed.set_exception(error)
+                self.site.set_exception(error)
             else:
                 self.executed.set_result({key: executed[key] for key in keys})
+                tasks.insert(0, ("site", "all"))  # the next free worker renders it
 
         def worker() -> None:
             while True:
@@ -96,6 +98,12 @@ class BookWork:
 
         def do(kind: str, key: str) -> None:
             nonlocal executing
+            if kind == "site":
+                try:
+                    self.site.set_result(book.build_book(scale="ci", out=self.build_dir, jobs=JOBS))
+                except Exception as err:  # handed to the fixtures that wait on the site
+                    self.site.set_exception(err)
+                return
             if kind == "paper-shape":
                 try:
                     shaped[key] = paper_shape(key, out)
@@ -143,9 +151,19 @@ def uses_book_work(item: pytest.Item) -> bool:
     return bool(BOOK_FIXTURES & set(getattr(item, "fixturenames", ())))
 
 
+def book_work_stage(item: pytest.Item) -> int:
+    """When the book work has what the test waits for: 0 at once (it needs none), 1 once the chapters are executed,
+    2 once the site is rendered, 3 once the paper shapes have run."""
+    names = set(getattr(item, "fixturenames", ()))
+    if not BOOK_FIXTURES & names:
+        return 0
+    return 3 if "paper_shape_notebooks" in names else 2 if "site" in names else 1
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests that wait for the book work run last, so that every other test runs while it is under way."""
-    items.sort(key=uses_book_work)  # stable: each part keeps its order
+    """The tests run in the order in which the book work gives them what they wait for (:func:`book_work_stage`),
+    so that every other test runs while it is under way, and the browser's beside the last paper shapes."""
+    items.sort(key=book_work_stage)  # stable: each part keeps its order
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

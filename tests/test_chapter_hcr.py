@@ -59,7 +59,7 @@ def tiny():
     """The experiment pipeline on tiny ``ci`` settings, once for the tests below."""
     cfg = chapter.settings("ci", "cpu", 0, gray_examples=2, gray_cnn_examples=2, colour_examples=2, num_restarts=1,
                            gray_epochs=1, colour_epochs=1, inversion_steps=5, decoder_epochs=1,
-                           power_iterations=(1, 2))
+                           power_iterations=(1, 2), lsqr_iter_lim=30)
     datasets = chapter.load_data(cfg)
     tasks = chapter.build_tasks(cfg, datasets)
     accuracy = chapter.train_tasks(tasks, cfg, torch.device("cpu"))
