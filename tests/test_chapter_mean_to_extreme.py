@@ -123,9 +123,9 @@ def test_figure6_scenarios():
 def test_claims_name_the_data_the_image_size_and_the_scale_that_ran():
     ci = {c.key: c for c in chapter.claims(chapter.settings("ci", "cpu"))}
     assert list(ci) == [c.key for c in chapter.CLAIMS]
-    assert "6 crops of the bundled photographs at 16 px, at `ci` scale; the paper: 100 ImageNet" in (
+    assert "6 crops of scikit-image's photographs at 16 px, at `ci` scale; the paper: 100 ImageNet" in (
         ci["mte-fig4"].reason)
-    assert "5 crops of the bundled photographs at 32 px, at `ci` scale" in ci["mte-fig6"].reason
+    assert "5 crops of scikit-image's photographs at 32 px, at `ci` scale" in ci["mte-fig6"].reason
     assert "and at 16 px" in ci["mte-fig6"].reason and "$C=20m$" in ci["mte-fig1"].reason
     paper = chapter.settings("paper", "cpu")
     assert chapter.data_used(paper) == "100 ImageNet validation images at 224 px, at `paper` scale"
@@ -135,7 +135,7 @@ def test_counts_are_settings_and_figure1_takes_the_papers_c_at_paper_scale():
     ci, paper = chapter.settings("ci", "cpu"), chapter.settings("paper", "cpu")
     assert paper.fig1_clip_ratio is None and ci.fig1_clip_ratio == 20
     assert "the paper's σ = 5\u00a0×\u00a010⁻⁴ and C = 5000" in chapter.fig1_setting(paper)
-    assert chapter.fig1_setting(ci).startswith("four crops of the bundled photographs at 32×32 px with "
+    assert chapter.fig1_setting(ci).startswith("four crops of scikit-image's photographs at 32×32 px with "
                                                "σ = 2\u00a0×\u00a010⁻³ and C = 20 m")
     for name, bad in (("ratio_rows", 5), ("variance_draws", 2), ("variance_clip_ratio", 1.0), ("fig2_samples", 3),
                       ("fig5_draws", 1), ("prop7_draws", 3), ("fig1_clip_ratio", 0.5)):

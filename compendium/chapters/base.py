@@ -156,12 +156,16 @@ def _as_tuple(value):
     return value
 
 
+#: How the prose names each ``image_source`` of the image chapters (Ziller et al., From Mean to Extreme).
+IMAGE_SOURCES = {"photos": "crops of scikit-image's photographs", "imagenet": "ImageNet validation images"}
+
+
 def image_run(cfg) -> str:
     """What an image chapter's checks (Ziller et al., From Mean to Extreme) ran on, for its scorecard card: the scale,
     the images (``cfg.n_images`` of ``cfg.image_source`` at ``cfg.resolution``) and the Monte-Carlo draws
     (``cfg.n_mc``) of the closed forms' checks."""
-    images = {"photos": "crops of the bundled photographs", "imagenet": "ImageNet validation images"}
-    return (f"`{cfg.scale}` scale: {cfg.n_images} {images[cfg.image_source]} at {cfg.resolution}×{cfg.resolution}, "
+    side = f"{cfg.resolution}×{cfg.resolution}"
+    return (f"`{cfg.scale}` scale: {cfg.n_images} {IMAGE_SOURCES[cfg.image_source]} at {side}, "
             f"and {cfg.n_mc:,} Monte-Carlo draws for the closed forms")
 
 

@@ -18,7 +18,7 @@ from compendium import checks, data, metrics, plotting, standin, validation
 from compendium.attacks import linear_layer as attack
 from compendium.bounds import mean_to_extreme as mte
 from compendium.chapters.base import Settings as _Settings
-from compendium.chapters.base import check_image_source, resolve
+from compendium.chapters.base import IMAGE_SOURCES, check_image_source, resolve
 from compendium.scorecard import DIFFERS, IN_SHAPE, REPRODUCED, Claim
 
 TITLE = "From mean to extreme: formal DP bounds on the success of real-world reconstruction attacks"
@@ -496,7 +496,7 @@ def fig1_setting(cfg: Settings) -> str:
     """The data and the ``(sigma, C)`` of the counterpart of Figure 1, as a phrase of the prose: four images at
     ``cfg.fig1_resolution`` px with the paper's ``sigma = 5e-4``, ``C = 5000`` (``fig1_clip_ratio`` None) or with
     ``sigma = 2e-3`` and ``C`` that ratio times the smallest of their norms ``m``."""
-    source = "ImageNet validation images" if cfg.image_source == "imagenet" else "crops of the bundled photographs"
+    source = IMAGE_SOURCES[cfg.image_source]
     side = f"{cfg.fig1_resolution}×{cfg.fig1_resolution} px"
     if cfg.fig1_clip_ratio is None:
         sigma = plotting.written_numbers(f"{PAPER_FIG1_SIGMA:.0e}")
@@ -607,7 +607,7 @@ def data_used(cfg: Settings, *, images: int | None = None, side: int | None = No
     Figure 4 count) at ``side`` px (default: the Figure 4 resolution), their source and the scale, and the paper's
     data (``paper_images`` ImageNet images at 224 px; Figure 4's 100 by default) where the run's differ."""
     n, side = images or cfg.n_images, side or cfg.resolution
-    source = "ImageNet validation images" if cfg.image_source == "imagenet" else "crops of the bundled photographs"
+    source = IMAGE_SOURCES[cfg.image_source]
     same = cfg.image_source == "imagenet" and (n, side) == (paper_images, PAPER_FIG4_SIDE)
     return (f"{n} {source} at {side} px, at `{cfg.scale}` scale"
             + ("" if same else f"; the paper: {paper_images} ImageNet images at {PAPER_FIG4_SIDE} px"))

@@ -21,7 +21,7 @@ from compendium import checks, data, dp, metrics, plotting, standin, validation
 from compendium.attacks import linear_layer
 from compendium.bounds import ziller2024 as zb
 from compendium.chapters.base import Settings as _Settings
-from compendium.chapters.base import check_image_source, resolve
+from compendium.chapters.base import IMAGE_SOURCES, check_image_source, resolve
 from compendium.scorecard import DIFFERS, IN_SHAPE, REPRODUCED, Claim
 
 TITLE = "Bounding reconstruction attack success of adversaries without data priors"
@@ -570,10 +570,7 @@ def data_used(cfg: Settings) -> str:
     """What the image experiments ran on, for the scorecard's reasons and findings: the source, count and size of
     the Figure 1/4 images and the scale, and what the paper used instead where it differs."""
     side = f"{cfg.resolution}×{cfg.resolution}"
-    if cfg.image_source == "imagenet":
-        ran = f"{cfg.n_images} ImageNet validation images at {side}"
-    else:
-        ran = f"{cfg.n_images} crops of scikit-image's photographs at {side}"
+    ran = f"{cfg.n_images} {IMAGE_SOURCES[cfg.image_source]} at {side}"
     paper = f"{PAPER_FIG1_IMAGES} ImageNet images at {PAPER_FIG1_SIDE}×{PAPER_FIG1_SIDE}"
     same = cfg.image_source == "imagenet" and (cfg.n_images, cfg.resolution) == (PAPER_FIG1_IMAGES, PAPER_FIG1_SIDE)
     return f"{ran}, at `{cfg.scale}` scale" + ("" if same else f"; the paper: {paper}")

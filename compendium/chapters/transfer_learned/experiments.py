@@ -26,6 +26,7 @@ from compendium.attacks.transfer_heads import (
     TRAINING_VARIANTS,
     Attack,
     AttackResult,
+    IDENTITY_TASKS,
     HeadRecipe,
     compared_images,
     epsilons,
@@ -235,6 +236,28 @@ def identity_data(cfg: Settings, pool: Pools, extractor: Extractor, progress: bo
     (:func:`celeba_data`) when ``cfg.identity_source`` is ``"celeba"``, else ``pool`` and ``extractor`` (an identity
     is then a class)."""
     return celeba_data(cfg, progress) if cfg.identity_source == "celeba" else (pool, extractor)
+
+
+def identity_learning_rates(cfg: Settings, pool: Pools, extractor: Extractor, *, set_size: int = 10, count: int = 64
+                            ) -> dict[float, float]:
+    """Why the digits' identity heads train at a learning rate other than Table 3's CelebA row: for Table 3's rate and
+    for the one this run uses (:data:`~compendium.attacks.transfer_heads.IDENTITY_TASKS`), the share of ``count``
+    one-identity heads (``N = set_size``, drawn from ``cfg.seed``) whose training loss is still at least
+    :data:`~compendium.attacks.transfer_heads.RESTART_LOSS` after one training of Table 3's 100 epochs, before the
+    restart rule; ``{lr: share}``, Table 3's rate first."""
+    validation.integer("count", count)
+    recipe = dataclasses.replace(HeadRecipe.of(cfg.identity_source, set_size, identity=True), max_attempts=1)
+    labels, features = pool.train[1], extractor.pool_features(pool)[0]
+    shares = {}
+    for lr in dict.fromkeys((IDENTITY_TASKS["celeba"]["lr"], recipe.lr)):
+        generator = torch.Generator().manual_seed(cfg.seed)
+        sets = recipe.sets(labels, count=count, generator=generator)
+        x, y = features[sets.flatten(1)], recipe.set_targets(sets, labels)
+        heads = train.fit_binary_heads(x, y, hidden=recipe.hidden, steps=recipe.epochs, lr=lr,
+                                       weight_decay=recipe.weight_decay, init_std=recipe.init_std,
+                                       generator=generator, pos_weight=recipe.pos_weight, device=cfg.device)
+        shares[lr] = float((heads.loss(x, y, recipe.pos_weight) >= recipe.restart_loss).double().mean())
+    return shares
 
 
 def attack_recipe(cfg: Settings, spec: Attack) -> HeadRecipe:
