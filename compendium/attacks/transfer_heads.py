@@ -53,7 +53,7 @@ BINARY_TASKS = {"digits": _EVEN_ODD, "mnist_digits": _EVEN_ODD, "mnist": _EVEN_O
 #: CelebA an identity is a class.  The paper's row as printed for MNIST and CIFAR-10 (whose features we have not
 #: tried); for the digits (scikit-learn's and the shipped MNIST digits on the book's MLP features) a learning rate of
 #: 0.05 instead of 0.02: at 0.02 more heads on those features end 100 epochs above the restart rule's loss (the
-#: chapter measures how many: :func:`compendium.chapters.transfer_learned.experiments.identity_learning_rates`).
+#: chapter measures how many: ``transfer_learned.identity_learning_rates``).
 RESTART_LOSS = 0.05
 _CELEBA_ROW = dict(init_std=0.0002, lr=0.02, weight_decay=1e-2, epochs_offset=100, epochs_per_five=0, hidden=4,
                    pos_weight=10.0, one_vs_rest=True, restart_loss=RESTART_LOSS, max_attempts=100)
