@@ -7,6 +7,7 @@ import http.server
 import os
 import re
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -148,9 +149,9 @@ def test_reproduce_page_shows_this_builds_chapter_times(site: Path, executed_not
 # ---------------------------------------------------------------------------------------------------------------
 # A real browser
 # ---------------------------------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory):
-    """Headless Chromium through selenium; skipped when not installed (failed if COMPENDIUM_REQUIRE_BROWSER=1)."""
+def start_browser(profile: Path):
+    """Headless Chromium through selenium, its profile in ``profile``; skipped when not installed (failed if
+    COMPENDIUM_REQUIRE_BROWSER=1)."""
     missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
     if missing:
         reason = f"{', '.join(missing)} not found; install Debian's chromium and chromium-driver (`make test` does)"
@@ -164,13 +165,12 @@ def browser(tmp_path_factory: pytest.TempPathFactory):
     options.binary_location = str(CHROMIUM)
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                      "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                     f"--user-data-dir={tmp_path_factory.mktemp('chromium')}", "--window-size=1280,900"):
+                     f"--user-data-dir={profile}", "--window-size=1280,900"):
         options.add_argument(argument)
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
     driver.set_script_timeout(60)
     driver.set_page_load_timeout(60)
-    yield driver
-    driver.quit()
+    return driver
 
 
 @pytest.fixture(scope="module")
@@ -287,8 +287,7 @@ return {cueless, cutCaptions, smallMath, strayPunctuation};
 """
 
 
-def assert_layout(browser, page: str, width: int) -> None:
-    state = browser.execute_script(LAYOUT)
+def assert_layout(state: dict, page: str, width: int) -> None:
     for key, what in [("cueless", "content wider than its box that scrolls with no cue (layout.js's fade)"),
                       ("cutCaptions", "captions cut off"), ("smallMath", "formulas drawn too small to read"),
                       ("strayPunctuation", "punctuation after a formula alone at a line's start")]:
@@ -296,11 +295,9 @@ def assert_layout(browser, page: str, width: int) -> None:
 
 
 @pytest.mark.parametrize("page", PAGES)
-def test_page_renders_in_chromium(browser, server: str, site: Path, page: str) -> None:
-    browser.set_window_size(1280, 900)
-    browser.get(f"{server}/{page}.html")
-    mathjax = browser.execute_async_script(WAIT_FOR_MATHJAX)
-    state = browser.execute_script(INSPECT)
+def test_page_renders_in_chromium(measured: dict, site: Path, page: str) -> None:
+    found = measured[page, DESKTOP]
+    mathjax, state = found["mathjax"], found["inspect"]
     assert not state["brokenImages"], f"{page}: images that did not load: {state['brokenImages']}"
     if page in CHAPTER_PAGES:
         assert state["images"] > 0, f"{page}: a chapter page without a figure"
@@ -309,9 +306,9 @@ def test_page_renders_in_chromium(browser, server: str, site: Path, page: str) -
         assert state["rendered"] > 0 and state["unrendered"] == 0, f"{page}: math left unrendered: {state}"
     assert not state["errors"], f"{page}: MathJax errors: {state['errors']}"
     assert not state["rawTex"], f"{page}: raw TeX delimiters {state['rawTex']} in the rendered text"
-    overflowing = browser.execute_script(OVERFLOW)
+    overflowing = found["overflow"]
     assert not overflowing, f"{page}: content wider than its box (cut off at 1280 px):\n" + "\n".join(overflowing[:10])
-    assert_layout(browser, page, 1280)
+    assert_layout(found["layout"], page, DESKTOP)
 
 
 # At phone width a wide table or display equation may scroll inside its own box; what fails is content that no box
@@ -356,16 +353,43 @@ return {
 """
 
 
-@pytest.mark.parametrize("page", PAGES)
-def test_page_fits_a_phone(browser, server: str, page: str) -> None:
-    browser.set_window_size(400, 900)
+#: the widths every page is measured at: a desktop window and a phone
+DESKTOP, PHONE = 1280, 400
+#: what is measured at each width once the page and its formulas are drawn
+SCRIPTS = {DESKTOP: {"inspect": INSPECT, "overflow": OVERFLOW, "layout": LAYOUT},
+           PHONE: {"clipped": CLIPPED, "layout": LAYOUT}}
+
+
+def measure(browser, url: str, width: int) -> dict:
+    """The page at ``url`` in a window ``width`` px wide: whether MathJax started, and each of :data:`SCRIPTS`'
+    measurements at that width."""
+    browser.set_window_size(width, 900)
+    browser.get(url)
+    return {"mathjax": browser.execute_async_script(WAIT_FOR_MATHJAX)} | {
+        name: browser.execute_script(script) for name, script in SCRIPTS[width].items()}
+
+
+@pytest.fixture(scope="module")
+def measured(server: str, tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], dict]:
+    """(page, width) -> :func:`measure` for every page at both widths, by two browsers side by side: the book work's
+    last chapters leave a core free before the end, and one browser page after page kept the suite waiting."""
+    browsers = [start_browser(tmp_path_factory.mktemp("chromium")) for _ in range(2)]
+    todo = [(page, width) for page in PAGES for width in (DESKTOP, PHONE)]
     try:
-        browser.get(f"{server}/{page}.html")
-        browser.execute_async_script(WAIT_FOR_MATHJAX)
-        state = browser.execute_script(CLIPPED)
-        assert_layout(browser, page, 400)
+        with ThreadPoolExecutor(max_workers=len(browsers)) as pool:
+            found = list(pool.map(lambda k: [(job, measure(browsers[k], f"{server}/{job[0]}.html", job[1]))
+                                             for job in todo[k::len(browsers)]], range(len(browsers))))
     finally:
-        browser.set_window_size(1280, 900)
+        for browser in browsers:
+            browser.quit()
+    return {job: state for part in found for job, state in part}
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_fits_a_phone(measured: dict, page: str) -> None:
+    found = measured[page, PHONE]
+    assert_layout(found["layout"], page, PHONE)
+    state = found["clipped"]
     assert state["pageWidth"] <= state["viewport"] + 2, f"{page}: the page scrolls sideways at 400 px: {state}"
     assert not state["clipped"], f"{page}: content cut off at 400 px:\n" + "\n".join(state["clipped"][:10])
     assert not state["hidden"], f"{page}: figures or verdicts off the screen at 400 px:\n" + "\n".join(
