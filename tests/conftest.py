@@ -178,9 +178,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Give the tests their threads back once the book work has ended."""
+    """Give the tests their threads back once the book work has ended (its last step, the paper shapes: two threads
+    beside the chapters' two processes made a test's OpenMP threads wait on each other, 30 times slower)."""
     stash = item.config.stash
-    if TEST_THREADS in stash and stash[BOOK_WORK].site.done():
+    if TEST_THREADS in stash and stash[BOOK_WORK].paper_shapes.done():
         torch.set_num_threads(stash[TEST_THREADS])
         del stash[TEST_THREADS]
 
