@@ -15,8 +15,8 @@ The verdicts have fixed meanings:
 * ``reproduced in shape``: the book's scale differs from the paper's, and a qualitative property (the claim's
   ``reason`` says which) holds;
 * ``differs``: the check shows the paper wrong; the claim names the row of the chapter's errata table;
-* ``not reproduced here``: the book cannot run it (the claim's ``reason`` says why: a GPU, data that cannot ship,
-  weights the book cannot download);
+* ``not reproduced here``: this build cannot run it (the claim's ``reason`` says why: a GPU, data that cannot ship,
+  weights the book cannot download, or a check that runs only at another scale);
 * ``not checkable``: the paper gives too little (the ``reason`` says what is missing).
 
 The first three are decided by a boolean computed in the run: a claim expected to be reproduced (or reproduced in

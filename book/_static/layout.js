@@ -29,6 +29,9 @@
     const more = box.clientWidth > 0 && hidden > 2;
     box.classList.toggle("scroll-more-left", more && box.scrollLeft > 1);
     box.classList.toggle("scroll-more-right", more && box.scrollLeft < hidden - 1);
+    if (more) {
+      box.style.setProperty("--fade", `${Math.min(48, Math.max(12, hidden))}px`);
+    }
   }
 
   function watchScrollBoxes() {

@@ -44,12 +44,13 @@ def _opacus_batch_bytes(images: int, side: int) -> float:
 
 
 def _images_disk(cfg) -> tuple[tuple[str, float], ...]:
-    """The ImageNet JPEGs the chapter reads (when it reads ImageNet) and LPIPS's weights (when asked for)."""
+    """The ImageNet JPEGs the chapter reads (when it reads ImageNet) and LPIPS's weights (when asked for; downloaded
+    only where the ``lpips`` extra is installed, which the label says: without it the chapter computes no LPIPS)."""
     parts = []
     if cfg.image_source == "imagenet":
         parts.append((f"{cfg.n_images} ImageNet JPEGs", cfg.n_images * IMAGENET_JPEG_BYTES))
     if cfg.use_lpips:
-        parts.append(("LPIPS weights", LPIPS_ALEX_BYTES))
+        parts.append(("LPIPS weights, with the lpips extra", LPIPS_ALEX_BYTES))
     return tuple(parts)
 
 
