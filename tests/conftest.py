@@ -154,9 +154,9 @@ def uses_book_work(item: pytest.Item) -> bool:
 def book_work_stage(item: pytest.Item) -> int:
     """When the book work has what the test waits for: 0 at once (it needs none), 1 once the chapters are executed,
     2 once the site is rendered, 3 once the paper shapes have run."""
-    names = set(getattr(item, "fixturenames", ()))
-    if not BOOK_FIXTURES & names:
+    if not uses_book_work(item):
         return 0
+    names = set(item.fixturenames)
     return 3 if "paper_shape_notebooks" in names else 2 if "site" in names else 1
 
 

@@ -56,7 +56,8 @@ def test_algorithm1_linear_check():
 
 @pytest.fixture(scope="module")
 def tiny():
-    """The experiment pipeline on tiny ``ci`` settings, once for the tests below."""
+    """The experiment pipeline on tiny ``ci`` settings (LSQR capped at 30 iterations: the tests check shapes and
+    bookkeeping, not converged bounds), once for the tests below."""
     cfg = chapter.settings("ci", "cpu", 0, gray_examples=2, gray_cnn_examples=2, colour_examples=2, num_restarts=1,
                            gray_epochs=1, colour_epochs=1, inversion_steps=5, decoder_epochs=1,
                            power_iterations=(1, 2), lsqr_iter_lim=30)

@@ -296,7 +296,7 @@ def assert_layout(state: dict, page: str, width: int) -> None:
 
 @pytest.mark.parametrize("page", PAGES)
 def test_page_renders_in_chromium(measured: dict, site: Path, page: str) -> None:
-    found = measured[page, DESKTOP]
+    found = measurement(measured, page, DESKTOP)
     mathjax, state = found["mathjax"], found["inspect"]
     assert not state["brokenImages"], f"{page}: images that did not load: {state['brokenImages']}"
     if page in CHAPTER_PAGES:
@@ -371,23 +371,39 @@ def measure(browser, url: str, width: int) -> dict:
 
 @pytest.fixture(scope="module")
 def measured(server: str, tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], dict]:
-    """(page, width) -> :func:`measure` for every page at both widths, by two browsers side by side: the book work's
-    last chapters leave a core free before the end, and one browser page after page kept the suite waiting."""
-    browsers = [start_browser(tmp_path_factory.mktemp("chromium")) for _ in range(2)]
+    """(page, width) -> :func:`measure` for every page at both widths (or ``{"error": ...}`` for a page that could
+    not be measured, which fails that page's test alone), by two browsers side by side: one browser page after page
+    kept the suite waiting at its end."""
     todo = [(page, width) for page in PAGES for width in (DESKTOP, PHONE)]
+    browsers = []
     try:
+        browsers += [start_browser(tmp_path_factory.mktemp("chromium")) for _ in range(2)]
+
+        def share(k: int) -> list[tuple[tuple[str, int], dict]]:  # browser k measures every second page
+            found = []
+            for page, width in todo[k::len(browsers)]:
+                try:
+                    found.append(((page, width), measure(browsers[k], f"{server}/{page}.html", width)))
+                except Exception as err:  # noqa: BLE001 - reported by the page's test
+                    found.append(((page, width), {"error": f"{type(err).__name__}: {err}"}))
+            return found
+
         with ThreadPoolExecutor(max_workers=len(browsers)) as pool:
-            found = list(pool.map(lambda k: [(job, measure(browsers[k], f"{server}/{job[0]}.html", job[1]))
-                                             for job in todo[k::len(browsers)]], range(len(browsers))))
+            return dict(item for part in pool.map(share, range(len(browsers))) for item in part)
     finally:
         for browser in browsers:
             browser.quit()
-    return {job: state for part in found for job, state in part}
+
+
+def measurement(measured: dict, page: str, width: int) -> dict:
+    found = measured[page, width]
+    assert "error" not in found, f"{page} at {width} px could not be measured: {found.get('error')}"
+    return found
 
 
 @pytest.mark.parametrize("page", PAGES)
 def test_page_fits_a_phone(measured: dict, page: str) -> None:
-    found = measured[page, PHONE]
+    found = measurement(measured, page, PHONE)
     assert_layout(found["layout"], page, PHONE)
     state = found["clipped"]
     assert state["pageWidth"] <= state["viewport"] + 2, f"{page}: the page scrolls sideways at 400 px: {state}"
