@@ -222,6 +222,10 @@ def header(name) -> str:
     return text
 
 
+#: A cell of pandas' HTML table: its opening tag, its text (no markup inside) and its closing tag.
+_CELL = re.compile(r"(<td\b[^>]*>)([^<]*)(</td>)")
+
+
 class Table:
     """A result table for a notebook: shown as the styled HTML table, with a plain-text form that is the table's
     content as displayed, rounded as in the HTML (a pandas ``Styler``'s own text form holds a memory address, which
@@ -231,7 +235,10 @@ class Table:
         self.styler, self.frame = styler, frame
 
     def _repr_html_(self) -> str:
-        return self.styler.to_html()
+        """The styled table, a cell's name such as ``worst_case_success_subsampled_numerical_error`` free to break
+        after its underscores (``<wbr>``), so that on a phone it wraps instead of pushing the values off the screen;
+        its text, copied, is unchanged."""
+        return _CELL.sub(lambda m: m[1] + m[2].replace("_", "_<wbr>") + m[3], self.styler.to_html())
 
     def __repr__(self) -> str:
         return self.styler.to_string(delimiter="  ")

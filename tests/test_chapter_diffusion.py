@@ -392,6 +392,9 @@ def test_findings_record_without_stopping():
     few = chapter.Findings(targets=chapter.SE_TARGETS - 1)
     assert not few.greater("a above b", 3.0, 1.0, 0.5) and few.table()["holds"].tolist() == ["not run"]
     assert few.outcome() == "was not run (too few targets for a standard error)"
+    margin = chapter.Findings(targets=8)
+    assert not margin.greater("a 10 dB above b", 12.0, 1.0, 0.5, margin=10)  # 12 - 11 < 1.5
+    assert margin.table()["found"].iloc[0] == "12.00 against 1.00 + 10 = 11.00 dB, 3 SE = 1.50 dB"
     assert "8×8 digits" in chapter.scope(chapter.settings("book", device="cpu"))
     assert "3×256×256" in chapter.scope(chapter.settings("paper", device="cpu"))
 

@@ -129,7 +129,7 @@ def test_markdown_shows_a_chapter_ended_at_the_deadline_as_a_lower_bound():
         {"chapter": "calculator", "error": None, "seconds": 91.0, "reference_seconds": 49.0,
          "comparison": {"counts": {"same": 157, "close": 0, "differs": 0, "unmatched": 0}}}]}
     text = gpu_check.markdown(report)
-    assert "| `hcr` | 9 min | > 5 min | | not finished: ended at the check's deadline | |" in text
+    assert "| `hcr` | 9.0 min | > 5.2 min | | not finished: ended at the check's deadline | |" in text
     assert "| `calculator` | 49 s | 91 s | ×0.5 | 157 / 0 / 0 | no scorecard |" in text
 
 

@@ -22,6 +22,13 @@ def test_table_numbers_stay_on_one_line_and_paper_columns_are_shaded():
     assert 'class="compendium-table"' in html
 
 
+def test_table_cells_may_break_after_underscores_and_only_there():
+    table = plotting.table(pd.DataFrame({"key": ["worst_case_success"], "value": [0.5]}))
+    html = table._repr_html_()
+    assert ">worst_<wbr>case_<wbr>success<" in html and "<wbr>" not in repr(table)
+    assert html.count("<wbr>") == 2  # not in the ids and class names of the cells and the style sheet
+
+
 def test_table_writes_truth_values_as_words():
     html = plotting.table(pd.DataFrame({"holds": [True, False]}))._repr_html_()
     assert ">yes<" in html and ">no<" in html and "True" not in html

@@ -405,3 +405,13 @@ def test_stacked_training_resumes_and_leaves_each_models_checkpoint(tmp_path, mo
     for a, b in zip(resumed, loaded):
         assert all(torch.equal(x, y) for x, y in zip(a.model.parameters(), b.model.parameters()))
         assert torch.equal(a.generator.get_state(), b.generator.get_state())
+
+
+def test_steps_run_in_whole_passes_over_the_heads():
+    """The book's main run asks for 4,500 steps over 20,000 heads (625 batches of 32 a pass): 8 passes, 5,000 steps;
+    a count that fills whole passes is run as asked."""
+    assert attack.whole_passes(4500, heads=20_000) == (8, 5000)
+    assert attack.whole_passes(3000, heads=4000) == (24, 3000)
+    assert attack.whole_passes(1, heads=10) == (4, 4)  # fewer heads than a batch: one step a pass
+    with pytest.raises(ValueError, match="heads"):
+        attack.whole_passes(10, heads=0)

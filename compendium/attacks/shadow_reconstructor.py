@@ -224,6 +224,16 @@ def condition(weights: torch.Tensor, classes: torch.Tensor, num_classes: int) ->
     return torch.cat([weights, nn.functional.one_hot(classes, num_classes).to(weights.dtype)], dim=1)
 
 
+def whole_passes(steps: int, *, heads: int, batch_size: int = 32) -> tuple[int, int]:
+    """The reconstructor's training of at least ``steps`` Adam steps in whole passes over ``heads`` shadow models:
+    ``(epochs, steps run)`` with ``epochs = ceil(steps * batch_size / heads)`` and ``ceil(heads / batch_size)``
+    steps per pass (the paper counts steps, Section 3.1; :func:`train_reconstructor` counts passes)."""
+    validation.integer("steps", steps)
+    validation.integer("heads", heads)
+    epochs = math.ceil(steps * batch_size / heads)
+    return epochs, epochs * math.ceil(heads / batch_size)
+
+
 def train_reconstructor(model: nn.Module, weights: torch.Tensor, sets: torch.Tensor, pool: torch.Tensor, *,
                         epochs: int, generator: torch.Generator, statistics: WeightStatistics | None = None,
                         perceptual: nn.Module | None = None, conditional: bool = True, alpha: float = 100.0,

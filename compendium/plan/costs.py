@@ -355,6 +355,8 @@ def transfer_runs(cfg) -> list[TransferRun]:
     (:func:`compendium.chapters.transfer_learned.chapter_attacks`, which the notebook, its sweeps and ``python -m
     compendium jobs`` read too), labelled ``"<section>: <key>"``; ``store`` names the heads (as ``run_attack`` names
     its folder), so that attacks on the same heads share them."""
+    from compendium.attacks.shadow_reconstructor import whole_passes
+
     tl = chapters.chapter("transfer_learned").module
     features = {row: f for f, row, _ in tl.PAPER_EXTRACTOR_FEATURES.values()} | {
         "digits": cfg.extractor_hidden, "mnist_digits": cfg.extractor_hidden}
@@ -369,7 +371,7 @@ def transfer_runs(cfg) -> list[TransferRun]:
             store = (dataset, binary, spec.canonical, spec.variant, spec.ood, identity, spec.set_size, heads, init_std,
                      spec.noise_multiplier)
             steps = spec.steps or (cfg.identity_steps if identity else cfg.reconstructor_steps)
-            actual = math.ceil(steps * 32 / heads) * math.ceil(heads / 32)  # whole passes, as run_attack rounds
+            _, actual = whole_passes(steps, heads=heads)  # as run_attack rounds them
             kind = ("identity" if identity else "binary" if binary else
                     "class" if spec.noise_multiplier is None else "DP-SGD")
             runs.append(TransferRun(f"{section}: {key}", kind, spec.set_size, heads, actual,

@@ -149,7 +149,7 @@ def imagenet_status(runs: dict[str, ImagenetRun], cfg: Settings) -> str:
     under the cell), or why not."""
     if not runs:
         return (f"ImageNet is not run at `{cfg.scale}` scale: it needs ImageNet validation images, torchvision's "
-                "pretrained weights and a GPU (`scale=\"paper\"` with `imagenet_dir`), so the paper's Figures 5 and 6 "
+                "pretrained weights and a GPU (the `paper` scale with `imagenet_dir`), so the paper's Figures 5 and 6 "
                 "and its ImageNet accuracies have no counterpart here").replace("`", "")
     return (f"ImageNet ran on {cfg.imagenet_examples} validation images; the histograms of both models' bounds and "
             "their accuracy table are under the cell below")

@@ -351,6 +351,7 @@ def prepare_attack(cfg: Settings, pool: Pools, extractor: Extractor, spec: Attac
     set_size, conditional, noise_multiplier = spec.set_size, spec.conditional, spec.noise_multiplier
     shadow_train = spec.shadow_train or (cfg.identity_shadow_train if identity else cfg.shadow_train)
     steps = spec.steps or (cfg.identity_steps if identity else cfg.reconstructor_steps)
+    epochs, steps_run = attack.whole_passes(steps, heads=shadow_train)
     dataset = cfg.identity_source if identity else cfg.dataset
     recipe = attack_recipe(cfg, spec)
     dp_options = {} if noise_multiplier is None else dict(noise_multiplier=noise_multiplier,
@@ -407,12 +408,12 @@ def prepare_attack(cfg: Settings, pool: Pools, extractor: Extractor, spec: Attac
     else:
         model = models.MLPReconstructor(inputs, tuple(train_x.shape[1:]), width, generator=generator)
     training = attack.ReconstructorTraining(model, train_weights, train_sets[:, :1] if identity else train_sets,
-                                            train_x, math.ceil(steps * 32 / shadow_train), generator,
+                                            train_x, epochs, generator,
                                             statistics=statistics, perceptual=perceptual, conditional=conditional,
                                             on_epoch=on_epoch, checkpoint=checkpoint)
 
     def finish(history: dict, reconstructor_seconds: float) -> AttackResult:
-        history["steps"] = [math.ceil(shadow_train / 32) * (epoch + 1) for epoch in range(len(history["loss"]))]
+        history["steps"] = [steps_run * (epoch + 1) // epochs for epoch in range(len(history["loss"]))]
         seconds["reconstructor"] = reconstructor_seconds
         surrogate = statistics.surrogate(val_count, generator)
         h0 = attack.min_mse_table(model, val_w, val_images, conditional=conditional)
