@@ -222,8 +222,10 @@ def header(name) -> str:
     return text
 
 
-#: A cell of pandas' HTML table: its opening tag, its text (no markup inside) and its closing tag.
-_CELL = re.compile(r"(<td\b[^>]*>)([^<]*)(</td>)")
+#: A cell of pandas' HTML table: its opening tag, its content (text, perhaps an unescaped "<", perhaps markup) and
+#: its closing tag; in the content, a tag (kept as it is) or an underscore (:meth:`Table._repr_html_`).
+_CELL = re.compile(r"(<td\b[^>]*>)(.*?)(</td>)", re.DOTALL)
+_BREAKABLE = re.compile(r"(<[A-Za-z/][^>]*>)|_")
 
 
 class Table:
@@ -238,7 +240,8 @@ class Table:
         """The styled table, a cell's name such as ``worst_case_success_subsampled_numerical_error`` free to break
         after its underscores (``<wbr>``), so that on a phone it wraps instead of pushing the values off the screen;
         its text, copied, is unchanged."""
-        return _CELL.sub(lambda m: m[1] + m[2].replace("_", "_<wbr>") + m[3], self.styler.to_html())
+        return _CELL.sub(lambda m: m[1] + _BREAKABLE.sub(lambda b: b[1] or "_<wbr>", m[2]) + m[3],
+                         self.styler.to_html())
 
     def __repr__(self) -> str:
         return self.styler.to_string(delimiter="  ")

@@ -23,10 +23,13 @@ def test_table_numbers_stay_on_one_line_and_paper_columns_are_shaded():
 
 
 def test_table_cells_may_break_after_underscores_and_only_there():
-    table = plotting.table(pd.DataFrame({"key": ["worst_case_success"], "value": [0.5]}))
+    table = plotting.table(pd.DataFrame({"key": ["worst_case_success", "for q < 1 see a_b"], "value": [0.5, 1]}))
     html = table._repr_html_()
     assert ">worst_<wbr>case_<wbr>success<" in html and "<wbr>" not in repr(table)
-    assert html.count("<wbr>") == 2  # not in the ids and class names of the cells and the style sheet
+    assert ">for q < 1 see a_<wbr>b<" in html  # a cell's unescaped "<" is text
+    assert html.count("<wbr>") == 3  # not in the ids and class names of the cells and the style sheet
+    link = plotting.table(pd.DataFrame({"see": ['<a href="x_y.html">x_y</a>']}))._repr_html_()
+    assert '<a href="x_y.html">x_<wbr>y</a>' in link  # markup in a cell is kept as it is
 
 
 def test_table_writes_truth_values_as_words():

@@ -435,15 +435,17 @@ def chapter_attacks(cfg: Settings) -> dict[str, dict[object, Attack]]:
     """Every attack the chapter's notebook runs, one reconstructor's training each, by section (:data:`SECTIONS`) in
     the notebook's order, each under the key its table's row reads: ``"Table 1"`` one per ``N`` of
     ``cfg.set_sizes`` (scored after every pass, Fig. 3c); ``"factors"`` (:func:`factor_sweep`) keyed ``("shadow
-    heads", K)`` and ``("init std", s)``; ``"unconditional"`` (Algorithm 2, ``N = 10``); ``"binary"``
+    heads", K)`` (as many reconstructor steps as the main run takes, to within a pass over the K heads) and ``("init
+    std", s)``; ``"unconditional"`` (Algorithm 2, ``N = 10``); ``"binary"``
     (:func:`binary_sweep`) keyed by ``canonical``; ``"variants"`` (:func:`variant_sweep`) keyed by the change
     (``None``: Table 3's recipe; :data:`OOD`); ``"identity"`` one per ``N`` of ``cfg.identity_set_sizes``;
     ``"DP-SGD"`` (:func:`dp_sweep`) keyed by the noise multiplier.  The notebook, the sweeps and ``python -m
     compendium jobs`` (:func:`~compendium.chapters.transfer_learned.jobs.chapter_jobs`) all read this one list."""
     changes = [*cfg.training_variants, *([OOD] if cfg.ood else [])]
+    _, main_steps = attack.whole_passes(cfg.reconstructor_steps, heads=cfg.shadow_train)  # the main run's, as run
     return {
         "Table 1": {n: Attack(n, curves=True) for n in cfg.set_sizes},
-        "factors": {**{("shadow heads", k): Attack(10, shadow_train=k) for k in cfg.shadow_counts
+        "factors": {**{("shadow heads", k): Attack(10, shadow_train=k, steps=main_steps) for k in cfg.shadow_counts
                        if k != cfg.shadow_train},
                     **{("init std", s): Attack(10, init_std=s) for s in cfg.init_stds if s != cfg.head_init_std}},
         "unconditional": {10: Attack(10, conditional=False, steps=cfg.unconditional_steps)},
@@ -588,7 +590,9 @@ def factor_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: At
     run (the reference run, ``cfg.shadow_train`` heads at ``cfg.head_init_std``, is included in both)."""
     results = run_section(cfg, pool, extractor, "factors", progress=progress)
     results |= {("shadow heads", cfg.shadow_train): reference, ("init std", cfg.head_init_std): reference}
-    return pd.DataFrame([{"factor": factor, "value": value, **_rates_row(results[factor, value])}
+    return pd.DataFrame([{"factor": factor, "value": value,
+                          "reconstructor steps": results[factor, value].history["steps"][-1],
+                          **_rates_row(results[factor, value])}
                          for factor in ("shadow heads", "init std")
                          for value in sorted(v for f, v in results if f == factor)])
 
