@@ -211,8 +211,7 @@ SCALES = {
                   gray_cnn_examples=100, colour_examples=2_500, num_restarts=PAPER_RESTARTS,
                   power_iterations=(1, PAPER_REPETITIONS), inversion_steps=3000, decoder_epochs=20, data_dir="data",
                   imagenet_dir=None, imagenet_examples=128, lsqr_iter_lim=None, rank_images=32, releases=25,
-                  attack_images=20,
-                  sweep_examples=None, gray_min_accuracy=0.95, max_dithering_cost=0.05,
+                  attack_images=20, sweep_examples=None, gray_min_accuracy=0.95, max_dithering_cost=0.05,
                   checkpoint_dir="data/checkpoints/hcr"),
 }
 
