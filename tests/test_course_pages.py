@@ -127,6 +127,21 @@ def test_every_meeting_states_its_minutes_and_hours():
         assert number.match(row[hours]) and float(row[hours].replace("½", ".5")) > 0, f"meeting {row[0]}: hours"
 
 
+def test_the_reading_load_sums_to_what_the_page_says():
+    """The page's totals: the chapters' screens (thirty lines of their markdown and code cells, as its rule says),
+    within 5 %, and the path's, the sum of the syllabus' reading column."""
+    text = (ROOT / "book/teaching.md").read_text(encoding="utf-8")
+    stated = re.search(r"The chapters are about (\d+) screens;\s+the full path reads (\d+) screens of them", text)
+    assert stated, "the sentence on the book's screens is gone"
+    cells = [cell for key in CHAPTERS
+             for cell in json.loads((ROOT / "notebooks" / f"{key}.ipynb").read_text(encoding="utf-8"))["cells"]]
+    lines = sum(len("".join(cell["source"]).split("\n")) for cell in cells if cell["cell_type"] in ("markdown", "code"))
+    assert abs(lines / 30 - int(stated[1])) <= 0.05 * lines / 30, (lines / 30, stated[1])
+    header, *rows = _syllabus_rows()
+    reading = next(i for i, cell in enumerate(header) if "screens" in cell.lower())
+    assert sum(int(row[reading]) for row in rows) == int(stated[2])
+
+
 def _headings(key: str) -> dict[str, list[str]]:
     """For each prf box of a chapter, the headings it sits under (its `###` and its `##`) and their labels."""
     where, current, label = {}, {}, None

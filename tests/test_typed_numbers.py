@@ -110,7 +110,7 @@ _MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$", re.S)
 _COUNTED = ("images|photographs|photos|digits|samples|rows|steps|releases|draws|bins|epochs|heads|weights|pixels|"
             "identities|persons|classes|features|units|trainings|test|training|validation|shadow|noise|DDPM|DDIM|"
             "ImageNet|MNIST|CIFAR|JPEGs|files|reconstructions|trials|repetitions|iterations|points|values|crops|"
-            "attacks")
+            "attacks|screens")  # screens: the teaching page's reading load, whose sums test_course_pages holds
 _PARAMETERS = [
     re.compile(rf"(?<![\w.])[α-ωΑ-Ω]\s*=\s*{_NUM}(?:\s*,\s*{_NUM})*"),  # a setting in text: κ = 0.5, κ = 1, 5
     # a number after the name of a training setting

@@ -95,12 +95,17 @@ def head_stores(*, largest: bool = False, **overrides) -> dict[str, float]:
     return out
 
 
+#: A generated table's opening on a book page (closed by ``:::``): on a phone each row is a card, every cell under
+#: its column's name (book/_static/custom.css), so that no column of a wide table is off the screen.
+CARDS_ON_PHONE = ":::{table}\n:class: cards-on-phone\n"
+
+
 def markdown(scale: str = "paper", cards: tuple[str, ...] = ("T4", "A100 80", "H200")) -> str:
     """The reproduce page's generated part, between :data:`MARKDOWN_START` and :data:`MARKDOWN_END`: one row per
     chapter at ``scale`` (each chapter's defaults) with its hours on each of ``cards`` (names of :data:`CARDS`, by
     prefix), peak GPU memory, host RAM and disk; then the transfer-learning chapter's head stores by data set."""
     chosen = [c for prefix in cards for c in CARDS if c.name.startswith(prefix)]
-    lines = [MARKDOWN_START, "",
+    lines = [MARKDOWN_START, "", CARDS_ON_PHONE,
              "| Chapter | " + " | ".join(f"{c.name}" for c in chosen) + " | GPU memory | host RAM | disk | Colab |",
              "|---|" + "---|" * (len(chosen) + 4)]
     for key, chapter in chapters.registry().items():
@@ -109,9 +114,10 @@ def markdown(scale: str = "paper", cards: tuple[str, ...] = ("T4", "A100 80", "H
                      + f" | {size(found.gpu.bytes)} | {size(found.ram.bytes)} | {size(found.disk.bytes)} | "
                      f"{found.runtimes()} |")
     mnist, cifar = head_stores(dataset="mnist"), head_stores(dataset="cifar10")
-    lines += ["", f"The transfer-learning chapter's stored shadow heads at `paper` scale: {size(mnist['mnist'])} "
-              f"with `dataset = \"mnist\"`, {size(cifar['cifar10'])} with `dataset = \"cifar10\"`, and "
-              f"{size(mnist['celeba'])} more for the CelebA experiment with either.", "", MARKDOWN_END]
+    lines += [":::", "", "The transfer-learning chapter's stored shadow heads at `paper` scale: "
+              f"{size(mnist['mnist'])} with `dataset = \"mnist\"`, {size(cifar['cifar10'])} with "
+              f"`dataset = \"cifar10\"`, and {size(mnist['celeba'])} more for the CelebA experiment with either.", "",
+              MARKDOWN_END]
     return "\n".join(lines)
 
 

@@ -38,8 +38,9 @@ CLAIMS = (
           "{prf:ref}`df-lemma1`", DIFFERS, erratum=1),
     Claim("df-thm1", "Theorem 1, Eq. (14)", "theorem",
           "The Jensen gap of the DPS approximation is at most $\\frac{d}{\\sqrt{2\\pi\\sigma^2}}"
-          "\\lVert\\nabla_{\\mathbf x}\\nabla_WF\\rVert\\int\\lVert\\mathbf x_0-\\hat{\\mathbf x}_0\\rVert\\,"
-          "dP_\\theta(\\mathbf x_0\\mid\\mathbf x_t)$.", "{prf:ref}`df-thm1`", DIFFERS, erratum=2),
+          "\\lVert\\nabla_{\\mathbf x}\\nabla_WF\\rVert$ times "
+          "$\\int\\lVert\\mathbf x_0-\\hat{\\mathbf x}_0\\rVert\\,dP_\\theta(\\mathbf x_0\\mid\\mathbf x_t)$.",
+          "{prf:ref}`df-thm1`", DIFFERS, erratum=2),
     Claim("df-def3", "Definition 3, Eqs. (16)–(17)", "statement",
           "Eq. (17), a mean of $\\lVert\\nabla_{\\mathbf x}(\\mathbf v^\\top\\nabla_WF)\\rVert$ over random orthogonal "
           "directions, estimates RV, the maximum over the images of $\\lVert\\nabla_{\\mathbf x}\\nabla_WF\\rVert_F$.",

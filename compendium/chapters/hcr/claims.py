@@ -109,9 +109,9 @@ def claims(cfg: Settings) -> tuple[Claim, ...]:
               "The Cramér–Rao bound is a limit of the HCR bound as the perturbation $\\varepsilon$ shrinks.",
               "{prf:ref}`hcr-prop-crb`", REPRODUCED),
         Claim("hcr-thm-hcr", "Sec. 2.1, eqs. (1)–(4)", "theorem",
-              "$\\operatorname{Var}_\\theta(\\hat\\theta_k)\\ge(g_k(\\theta+\\varepsilon)-g_k(\\theta))^2/"
-              "\\mathbb E_\\theta[(f_{\\theta+\\varepsilon}(X)/f_\\theta(X)-1)^2]$ for every estimator and every "
-              "$\\varepsilon$.", "{prf:ref}`hcr-thm-hcr`", REPRODUCED),
+              "$\\operatorname{Var}_\\theta(\\hat\\theta_k)$ is at least $(g_k(\\theta+\\varepsilon)-g_k(\\theta))^2$ "
+              "divided by $\\mathbb E_\\theta[(f_{\\theta+\\varepsilon}(X)/f_\\theta(X)-1)^2]$, for every estimator "
+              "and every $\\varepsilon$.", "{prf:ref}`hcr-thm-hcr`", REPRODUCED),
         Claim("hcr-cor-unbiased", "Sec. 2.1, eqs. (5)–(6)", "theorem",
               "For an unbiased estimator "
               "$\\operatorname{Var}_\\theta(\\hat\\theta_k)\\ge\\varepsilon_k^2/\\chi^2$, and its mean square error "

@@ -222,7 +222,7 @@ def bound_findings(runs: dict, tasks: dict[str, Task], cfg: Settings) -> dict:
             for i in repetitions}
     return {"medians": medians, "by_i": by_i, "sweep_images": k,
             "falls": bool(np.all(np.diff(list(by_i.values())) < 0)),
-            "repetitions": " → ".join(f"{m:.2f}" for m in by_i.values()) + " for i = " + ", ".join(map(str, by_i))
+            "repetitions": " → ".join(f"{m:.3g}" for m in by_i.values()) + " for i = " + ", ".join(map(str, by_i))
                            + f" (the first {k} images)",
             "sizes": [medians["gray_main"], medians["gray_limit"]],
             "fixed": [float(np.median(runs["gray", f"fixed atol, {s} s"].bound_dct)) for s in ("main", "limit")]}
