@@ -104,3 +104,8 @@ def glued_texts(cells) -> dict[str, tuple[int, str]]:
             if "name" in record:
                 values[record["name"]] = (index, output["data"].get(record.get("mime_prefix", "") + "text/plain", ""))
     return values
+
+
+#: A generated table's opening on a book page (closed by ``:::``): on a phone each row is a card, every cell under
+#: its column's name (book/_static/custom.css), so that no column of a wide table is off the screen.
+CARDS_ON_PHONE = ":::{table}\n:class: cards-on-phone\n"

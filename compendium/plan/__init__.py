@@ -24,6 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from compendium import chapters
+from compendium.base import CARDS_ON_PHONE
 from compendium.plan.costs import F32, transfer_runs
 from compendium.plan.machines import CARDS, Card, card_named, cpu_card
 from compendium.plan.steps import PLANNERS, Plan, size
@@ -93,11 +94,6 @@ def head_stores(*, largest: bool = False, **overrides) -> dict[str, float]:
     for store, nbytes in stores.items():
         out[store[0]] = max(out.get(store[0], 0.0), nbytes) if largest else out.get(store[0], 0.0) + nbytes
     return out
-
-
-#: A generated table's opening on a book page (closed by ``:::``): on a phone each row is a card, every cell under
-#: its column's name (book/_static/custom.css), so that no column of a wide table is off the screen.
-CARDS_ON_PHONE = ":::{table}\n:class: cards-on-phone\n"
 
 
 def markdown(scale: str = "paper", cards: tuple[str, ...] = ("T4", "A100 80", "H200")) -> str:
