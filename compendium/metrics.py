@@ -169,9 +169,10 @@ def _lpips_model(net: str, pretrained_backbone: bool):
 #: LPIPS's memory per pair of images and per value of one image (the backbone's activations for both images, in
 #: float32, with allocator slack): LPIPS-VGG on 100 pairs at 3 x 224 x 224 took 10-13 GB at once, about 860 bytes.
 LPIPS_BYTES_PER_VALUE = 1024
-#: The share of the free GPU memory one LPIPS call may fill, and the pairs per call on the CPU (where a larger batch
-#: is no faster and only holds more memory).
-LPIPS_GPU_MEMORY_SHARE, LPIPS_CPU_PAIRS = 0.5, 8
+#: The share of the free GPU memory one LPIPS call may fill.
+LPIPS_GPU_MEMORY_SHARE = 0.5
+#: The pairs per LPIPS call on the CPU (where a larger batch is no faster and only holds more memory).
+LPIPS_CPU_PAIRS = 8
 
 
 def lpips_pairs_per_call(values_per_image: int, free_bytes: int | None) -> int:
