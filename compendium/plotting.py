@@ -248,7 +248,7 @@ class Table:
 
 
 def table(frame, *, digits: int = 4, formats: dict | None = None, caption: str | None = None,
-          errors: bool = False) -> Table:
+          errors: bool = False, cards: bool = False) -> Table:
     """The book's one table style: a result table as an HTML table that wraps to the page (see :class:`Table`).
 
     Numbers are shown with ``digits`` significant digits (whole numbers below 10^7 in full), truth values as "yes"
@@ -256,8 +256,11 @@ def table(frame, *, digits: int = 4, formats: dict | None = None, caption: str |
     values as "—", the index hidden; columns named ``paper...`` are shaded so that a paper's value reads as the
     neighbour of ours (put them next to each other in ``frame``). With ``errors`` a column ``"X SE"`` (a standard
     error) joins its column ``"X"`` as ``mean ± SE`` (the SE to two significant digits, the mean to the same decimal
-    place). Cell padding and the page width come from ``book/_static/custom.css``. The table's HTML id is derived
-    from its content, so a re-executed notebook produces the same output (nbval compares it)."""
+    place). With ``cards`` a phone shows each row as a card, every cell under its column's name (the class
+    ``cards-on-phone``): for a wide table whose columns the prose compares, which would otherwise scroll the
+    compared ones off a phone's screen. Cell padding and the page width come from ``book/_static/custom.css``. The
+    table's HTML id is derived from its content, so a re-executed notebook produces the same output (nbval compares
+    it)."""
     import hashlib
 
     def number(value, d=digits):
@@ -296,7 +299,8 @@ def table(frame, *, digits: int = 4, formats: dict | None = None, caption: str |
     if caption:
         styler = styler.set_caption(caption)
     digest = hashlib.sha256(frame.to_csv().encode() + (caption or "").encode()).hexdigest()[:10]
-    return Table(styler.set_uuid(f"t{digest}").set_table_attributes('class="compendium-table"'), frame)
+    classes = "compendium-table cards-on-phone" if cards else "compendium-table"
+    return Table(styler.set_uuid(f"t{digest}").set_table_attributes(f'class="{classes}"'), frame)
 
 
 def show_figure(key: str, fig) -> None:

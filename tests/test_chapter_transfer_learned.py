@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -709,6 +710,7 @@ def test_identity_findings_speak_of_the_sizes_that_ran():
     assert "nan" not in one and "runs $N=10$ only" in one and "$N=40$ against" not in one
     both = chapter.identity_findings(_identity_numbers(0.4))
     assert "nan" not in both and "0.40 at $N=40$" in both and "by 20%" in both
+    assert re.search(r"FPR at \$\\tau_\{NN\}\$ is \d+\.\d% at \$N=40\$, against the paper's 40\.0%", both)
     assert "$N=40$" not in chapter.scoring_findings(_identity_numbers(math.nan))
     assert "0.400 to 0.400 at $N=40$" in chapter.scoring_findings(_identity_numbers(0.4))
 
@@ -808,6 +810,8 @@ def test_the_card_names_what_ran():
     card.check("tl-table5", holds=True, found="y")
     assert card.findings["tl-table4"].found == "MNIST, 32×32, `paper` scale: x"
     assert card.findings["tl-table5"].found == "CelebA, 64×64, `paper` scale: y"
+    card.check("tl-table3", holds=True, found="z")  # a check of the authors' configs ran on no data
+    assert card.findings["tl-table3"].found == "no data (the authors' configs): z"
 
 
 #: The ``ci`` settings cut to a second a job (every count the jobs read).

@@ -32,6 +32,13 @@ def test_table_cells_may_break_after_underscores_and_only_there():
     assert '<a href="x_y.html">x_<wbr>y</a>' in link  # markup in a cell is kept as it is
 
 
+def test_a_table_shown_as_cards_on_a_phone_says_so_in_its_class():
+    frame = pd.DataFrame({"σ": [0.5, 1.0], "ours": [0.1, 0.2], "paper": [0.1, 0.3], "gap": [0.0, 0.1]})
+    assert 'class="compendium-table"' in plotting.table(frame)._repr_html_()
+    cards = plotting.table(frame, cards=True)._repr_html_()
+    assert 'class="compendium-table cards-on-phone"' in cards and cards.count("<th ") == 4  # the labels' names
+
+
 def test_table_writes_truth_values_as_words():
     html = plotting.table(pd.DataFrame({"holds": [True, False]}))._repr_html_()
     assert ">yes<" in html and ">no<" in html and "True" not in html

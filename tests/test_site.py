@@ -336,12 +336,14 @@ const clippedMath = (m) => {
   return right > root.clientWidth + 2;
 };
 // what a phone reader cannot see without finding a scroll bar: a figure wider than the screen, a cell of the
-// tables that hold the verdicts (the scorecard, the errata, the summary), and a cell of a table of three columns
-// or fewer (which wraps to the screen: a long key pushed a calculator table's values off it) off the screen's edge
+// tables that hold the verdicts (the scorecard, the errata, the summary) or whose columns the prose compares (a
+// result table shown as cards), and a cell of a table of three columns or fewer (which wraps to the screen: a long
+// key pushed a calculator table's values off it) off the screen's edge
 const narrow = [...article.querySelectorAll("table")]
   .filter((t) => t.rows.length > 0 && t.rows[0].cells.length <= 3)
   .flatMap((t) => [...t.querySelectorAll("td")]);
-const offScreen = [...article.querySelectorAll("figure img, table.fixed-columns td, table.verdict-summary td")]
+const offScreen = [...article.querySelectorAll("figure img, table.fixed-columns td, table.verdict-summary td, "
+                                               + "table.cards-on-phone td")]
   .concat(narrow)
   .filter((e) => e.getBoundingClientRect().width > 0 && e.getBoundingClientRect().right > root.clientWidth + 2);
 return {

@@ -243,22 +243,23 @@ CLAIMS = (
 #: The claims decided on the CelebA experiment, whose data may differ from the other sections' (a digit class plays
 #: the person at ``ci`` and ``book`` scale).
 IDENTITY_CLAIMS = ("tl-table1-celeba", "tl-table1-celeba-rule", "tl-table5", "tl-fig11")
-#: The claims decided on no data: Theorem 1's identities and the README's privacy accounting.
-DATA_FREE_CLAIMS = ("tl-thm1", "tl-dp-rate")
+#: The claims decided on no data, with what decides them instead: Theorem 1's identities, the README's privacy
+#: accounting, the heads' sizes of Table 2 and the authors' configs behind Table 3.
+DATA_FREE_CLAIMS = {"tl-thm1": "no data (closed forms)", "tl-dp-rate": "no data (the accountant)",
+                    "tl-table2": "no data (the heads' shapes)", "tl-table3": "no data (the authors' configs)"}
 
 
 class RunCard(Card):
     """The chapter's scorecard :class:`~compendium.scorecard.Card` on :data:`CLAIMS`, whose findings open with what
     ran: ``run`` (the data, image size and scale, :func:`run_description`), ``identity_run`` for the claims of the
-    CelebA experiment (:data:`IDENTITY_CLAIMS`), "no data" for :data:`DATA_FREE_CLAIMS`."""
+    CelebA experiment (:data:`IDENTITY_CLAIMS`), "no data (...)" for :data:`DATA_FREE_CLAIMS`."""
 
     def __init__(self, *, run: str, identity_run: str):
         super().__init__(PAPER, CLAIMS, errata=ERRATA_TABLE)
         self.data_run, self.identity_run = run, identity_run
 
     def check(self, key: str, *, holds: bool, found: str) -> None:
-        run = ("no data (closed forms and accountants)" if key in DATA_FREE_CLAIMS
-               else self.identity_run if key in IDENTITY_CLAIMS else self.data_run)
+        run = DATA_FREE_CLAIMS.get(key) or (self.identity_run if key in IDENTITY_CLAIMS else self.data_run)
         super().check(key, holds=holds, found=f"{run}: {found}")
 
     def record(self, key: str, verdict: tuple[bool, str] | None, *, scale: str, runs: str) -> None:

@@ -353,8 +353,8 @@ def identity_findings(numbers: dict[str, float]) -> str:
                     "It does not fall from $N=10$ to $N=40$, where Table 1's CelebA row does. ")
                  + f"The TPR at $\\tau_{{NN}}$ {'rises' if rises else 'falls'} with $N$ "
                  f"({n['tl_id_tprstar_10']:.2f} to {n['tl_id_tprstar_40']:.2f}){compared}, "
-                 f"and the FPR at $\\tau_{{NN}}$ is {n['tl_id_fprstar_40']:.3f} at $N=40$, the paper's "
-                 f"{n['tl_id_paper_fprstar_40']:.0%}.")
+                 f"and the FPR at $\\tau_{{NN}}$ is {n['tl_id_fprstar_40']:.1%} at $N=40$, against the "
+                 f"paper's {n['tl_id_paper_fprstar_40']:.1%}.")
         if rises:
             text += (" The reason is the number of persons. With ten, the reconstructor does not have to draw a "
                      "person, only a typical image of the head's class (the first figure below). At $N=40$ a set "
