@@ -85,6 +85,7 @@ def test_bound_runs_summary_and_modes(tiny):
     assert set(runs) == expected | {("gray", "fixed atol, main s"), ("gray", "fixed atol, limit s")}
     summary = chapter.bound_summary(runs, tasks)
     assert len(summary) == len(runs) and {"q10", "median", "q90", "median ‖z_ε‖/‖ε‖"} <= set(summary.columns)
+    assert list(summary["images"]) == [len(res.bound_dct) for res in runs.values()]
     assert np.all(summary["q10"] <= summary["median"]) and np.all(summary["median"] <= summary["q90"])
     for key, task in tasks.items():
         res = runs[key, "main"]

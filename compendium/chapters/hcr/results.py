@@ -21,15 +21,15 @@ from compendium.chapters.hcr.theory import cumulative_sum_map
 
 
 def bound_summary(runs: dict, tasks: dict[str, Task]) -> pd.DataFrame:
-    """One row per HCR run: size ``1/s``, repetitions ``i``, total LSQR iterations, the 10/50/90 % quantiles of the
-    per-mode bound over all modes and examples, the median over the lowest ``L x L`` modes (the paper's filtered
-    histograms), the median ``||z_eps|| / ||eps||`` and the seconds per example."""
+    """One row per HCR run: size ``1/s``, repetitions ``i``, the images bounded, total LSQR iterations, the 10/50/90 %
+    quantiles of the per-mode bound over all modes and examples, the median over the lowest ``L x L`` modes (the
+    paper's filtered histograms), the median ``||z_eps|| / ||eps||`` and the seconds per example."""
     rows = []
     for (key, label), res in runs.items():
         task, b = tasks[key], res.bound_dct
         q10, q50, q90 = np.quantile(b, [0.1, 0.5, 0.9])
         rows.append({"task": task.title, "run": label, "1/s": res.diffdiv,
-                     "i": res.lsqr_iterations.shape[1], "LSQR its": int(res.lsqr_iterations.sum()),
+                     "i": res.lsqr_iterations.shape[1], "images": len(b), "LSQR its": int(res.lsqr_iterations.sum()),
                      "q10": q10, "median": q50, "q90": q90,
                      "median low L×L": np.median(hcr.low_frequency(b, task.low)), "L": task.low,
                      "median ‖z_ε‖/‖ε‖": np.median(res.ratio), "s per example": res.seconds / len(b)})
