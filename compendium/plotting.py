@@ -222,6 +222,10 @@ def header(name) -> str:
     return text
 
 
+#: The number of columns from which a result table becomes one card per row on a phone (three or fewer wrap to the
+#: screen's width).
+CARDS_FROM_COLUMNS = 4
+
 #: A cell of pandas' HTML table: its opening tag, its content (text, perhaps an unescaped "<", perhaps markup) and
 #: its closing tag; in the content, a tag (kept as it is) or an underscore (:meth:`Table._repr_html_`).
 _CELL = re.compile(r"(<td\b[^>]*>)(.*?)(</td>)", re.DOTALL)
@@ -248,7 +252,7 @@ class Table:
 
 
 def table(frame, *, digits: int = 4, formats: dict | None = None, caption: str | None = None,
-          errors: bool = False, cards: bool = False) -> Table:
+          errors: bool = False) -> Table:
     """The book's one table style: a result table as an HTML table that wraps to the page (see :class:`Table`).
 
     Numbers are shown with ``digits`` significant digits (whole numbers below 10^7 in full), truth values as "yes"
@@ -256,11 +260,10 @@ def table(frame, *, digits: int = 4, formats: dict | None = None, caption: str |
     values as "—", the index hidden; columns named ``paper...`` are shaded so that a paper's value reads as the
     neighbour of ours (put them next to each other in ``frame``). With ``errors`` a column ``"X SE"`` (a standard
     error) joins its column ``"X"`` as ``mean ± SE`` (the SE to two significant digits, the mean to the same decimal
-    place). With ``cards`` a phone shows each row as a card, every cell under its column's name (the class
-    ``cards-on-phone``): for a wide table whose columns the prose compares, which would otherwise scroll the
-    compared ones off a phone's screen. Cell padding and the page width come from ``book/_static/custom.css``. The
-    table's HTML id is derived from its content, so a re-executed notebook produces the same output (nbval compares
-    it)."""
+    place). A table of :data:`CARDS_FROM_COLUMNS` columns or more is shown on a phone as one card per row, each cell
+    under its column's name (the class ``cards-on-phone``): scrolled sideways in its box, it hid the columns that the
+    prose compares. Cell padding and the page width come from ``book/_static/custom.css``. The table's HTML id is
+    derived from its content, so a re-executed notebook produces the same output (nbval compares it)."""
     import hashlib
 
     def number(value, d=digits):
@@ -299,7 +302,7 @@ def table(frame, *, digits: int = 4, formats: dict | None = None, caption: str |
     if caption:
         styler = styler.set_caption(caption)
     digest = hashlib.sha256(frame.to_csv().encode() + (caption or "").encode()).hexdigest()[:10]
-    classes = "compendium-table cards-on-phone" if cards else "compendium-table"
+    classes = "compendium-table cards-on-phone" if len(frame.columns) >= CARDS_FROM_COLUMNS else "compendium-table"
     return Table(styler.set_uuid(f"t{digest}").set_table_attributes(f'class="{classes}"'), frame)
 
 

@@ -224,7 +224,7 @@ def test_tables_bookkeeping(tiny):
     assert gaps["DPS − DSG (dB)"].iloc[0] == pytest.approx(paired.mean())
     assert gaps["SE"].iloc[0] == pytest.approx(paired.std(ddof=1) / math.sqrt(len(paired)))
     by_step = chapter.rv_step_sizes(exp, rv)
-    assert by_step["step size"].tolist() == ["ζ"] * len({*cfg.rv_zetas, cfg.dps_zeta}) + ["ζ · RV_CNN / RV"]
+    assert by_step["each model's step"].tolist() == ["ζ"] * len({*cfg.rv_zetas, cfg.dps_zeta}) + ["ζ · RV_CNN / RV"]
     assert by_step["ρ (final PSNR)"].abs().max() <= 1 and (by_step["lowest PSNR"] <= by_step["highest PSNR"]).all()
 
 

@@ -19,7 +19,7 @@ def test_table_numbers_stay_on_one_line_and_paper_columns_are_shaded():
     html = table._repr_html_()
     assert "8.322\u00a0×\u00a010⁻⁷" in html and "—" in html  # one line; missing values as a dash
     assert "background-color: #f1f1f4" in html and html.count("_col2") >= 2  # the paper's column is shaded
-    assert 'class="compendium-table"' in html
+    assert 'class="compendium-table cards-on-phone"' in html
 
 
 def test_table_cells_may_break_after_underscores_and_only_there():
@@ -32,11 +32,11 @@ def test_table_cells_may_break_after_underscores_and_only_there():
     assert '<a href="x_y.html">x_<wbr>y</a>' in link  # markup in a cell is kept as it is
 
 
-def test_a_table_shown_as_cards_on_a_phone_says_so_in_its_class():
+def test_a_table_of_four_columns_or_more_is_cards_on_a_phone():
     frame = pd.DataFrame({"σ": [0.5, 1.0], "ours": [0.1, 0.2], "paper": [0.1, 0.3], "gap": [0.0, 0.1]})
-    assert 'class="compendium-table"' in plotting.table(frame)._repr_html_()
-    cards = plotting.table(frame, cards=True)._repr_html_()
+    cards = plotting.table(frame)._repr_html_()
     assert 'class="compendium-table cards-on-phone"' in cards and cards.count("<th ") == 4  # the labels' names
+    assert 'class="compendium-table"' in plotting.table(frame.drop(columns="gap"))._repr_html_()  # wraps instead
 
 
 def test_table_writes_truth_values_as_words():

@@ -336,9 +336,9 @@ const clippedMath = (m) => {
   return right > root.clientWidth + 2;
 };
 // what a phone reader cannot see without finding a scroll bar: a figure wider than the screen, a cell of the
-// tables that hold the verdicts (the scorecard, the errata, the summary) or whose columns the prose compares (a
-// result table shown as cards), and a cell of a table of three columns or fewer (which wraps to the screen: a long
-// key pushed a calculator table's values off it) off the screen's edge
+// tables that hold the verdicts (the scorecard, the errata, the summary), of a table shown as cards (every result
+// table of four columns or more, whose columns the prose compares), and a cell of a table of three columns or
+// fewer (which wraps to the screen: a long key pushed a calculator table's values off it) off the screen's edge
 const narrow = [...article.querySelectorAll("table")]
   .filter((t) => t.rows.length > 0 && t.rows[0].cells.length <= 3)
   .flatMap((t) => [...t.querySelectorAll("td")]);

@@ -592,7 +592,7 @@ def rv_step_sizes(exp: Experiment, table2: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (zeta, scaled), by_model in psnr.items():
         means = pd.DataFrame(by_model).T.loc[rv.index]
-        rows.append({"ζ": zeta, "step size": "ζ · RV_CNN / RV" if scaled else "ζ",
+        rows.append({"ζ": zeta, "each model's step": "ζ · RV_CNN / RV" if scaled else "ζ",
                      "ρ (final PSNR)": float(stats.spearmanr(rv, means["final PSNR"]).statistic),
                      "ρ (peak PSNR)": float(stats.spearmanr(rv, means["peak PSNR"]).statistic),
                      "lowest PSNR": float(means["final PSNR"].min()),

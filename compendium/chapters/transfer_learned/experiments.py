@@ -540,8 +540,12 @@ def run_stacked(cfg: Settings, pool: Pools, extractor: Extractor, specs: list[At
     return results
 
 
+#: The validation heads that :func:`clipping_sweep` trains per clipping norm.
+CLIPPING_HEADS = 200
+
+
 def clipping_sweep(cfg: Settings, pool: Pools, extractor: Extractor, norms: tuple[float, ...], *,
-                   heads: int = 200) -> pd.DataFrame:
+                   heads: int = CLIPPING_HEADS) -> pd.DataFrame:
     """Step (3) of the paper's DP-SGD procedure (Section 4): the heads' test accuracy with clipping alone (DP-SGD at
     noise multiplier 0, Poisson rate 1/2) for each clipping norm, beside the non-private recipe; ``heads`` validation
     heads per norm, the same sets and initial weights for every row."""
