@@ -417,7 +417,7 @@ def format_report(result: dict) -> str:
     return "\n".join(lines)
 
 
-#: The exact bound's discretisation in :func:`edgeworth_comparison`: ten times finer than the calculator's default,
+#: The exact bound's discretisation in :func:`edgeworth_comparison`, ten times finer than the calculator's default,
 #: so that the table tells an approximation error of a tenth of a per cent from the exact bound's own error.
 EDGEWORTH_EPS_ERROR = 1e-3
 

@@ -32,6 +32,7 @@ written = _extension("written_numbers")
     ("(2 pi sigma^2)^(-d/2)", "(2 π σ²)^(-d/2)"),
     ("noise_multiplier = sigma / C_g, mu_hat", "noise_multiplier = σ / C_g, μ_hat"),
     ("beta + zeta + eta + mu", "β + ζ + η + μ"),
+    ("max_grad_norm >= ||X||, sqrt(abar_t)", "max_grad_norm ≥ ‖X‖, √ᾱₜ"),
 ])
 def test_formula_in_unicode(ascii_text: str, shown: str) -> None:
     assert docmath.formula(ascii_text) == shown

@@ -16,7 +16,7 @@ GREEK = {"alpha": "α", "beta": "β", "gamma": "γ", "Gamma": "Γ", "delta": "δ
          "eps": "ε", "zeta": "ζ", "eta": "η", "theta": "θ", "Theta": "Θ", "kappa": "κ", "lambda": "λ",
          "Lambda": "Λ", "mu": "μ", "nu": "ν", "xi": "ξ", "pi": "π", "rho": "ρ", "sigma": "σ", "Sigma": "Σ",
          "tau": "τ", "phi": "φ", "Phi": "Φ", "chi": "χ", "psi": "ψ", "omega": "ω", "Omega": "Ω"}
-WORDS = {**GREEK, "sqrt": "√", "sum": "∑", "grad": "∇", "infinity": "∞", "inf": "∞"}
+WORDS = {**GREEK, "abar": "ᾱ", "sqrt": "√", "sum": "∑", "grad": "∇", "infinity": "∞", "inf": "∞"}
 SYMBOLS = {"||": "‖", "<=": "≤", ">=": "≥", "!=": "≠", "->": "→", "<-": "←", "+-": "±"}
 SUPERSCRIPT = dict(zip("0123456789+-=()nijkTtdx", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁿⁱʲᵏᵀᵗᵈˣ"))
 SUBSCRIPT = dict(zip("0123456789aehijklmnoprstuvx", "₀₁₂₃₄₅₆₇₈₉ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓ"))
@@ -31,7 +31,14 @@ POWER = re.compile(r"\^(\(([^()\s]+)\)|\{([^{}\s]+)\}|-?[0-9]+|-?[A-Za-z](?![A-Z
 NUMBERED = re.compile(r"(?<=[A-Za-zα-ωΑ-Ω])([0-9])(?![0-9A-Za-z])")  # x0, sigma1, H0
 ROOT = re.compile(r"√\((\w+)\)")  # √(T) -> √T
 ANGLE = re.compile(r"<(\S[^<>]*,[^<>]*\S)>")  # an inner product <g, t>
-INDEX = re.compile(r"(?<=[A-Za-z0-9)\]α-ωΑ-Ω‖∑∇])_([a-z0-9]{1,2})(?![A-Za-z0-9_])")
+INDEX = re.compile(r"(?<=[A-Za-z0-9)\]α-ωΑ-Ωᾱ‖∑∇])_([a-z0-9]{1,2})(?![A-Za-z0-9_])")
+
+
+def _word(match: re.Match) -> str:
+    """A name's symbol, unless the name sits between underscores, inside an identifier (``max_grad_norm``)."""
+    text, start, end = match.string, match.start(), match.end()
+    inside = start > 0 and text[start - 1] == "_" and end < len(text) and text[end] == "_"
+    return match.group(0) if inside else WORDS[match.group(1)]
 
 
 def _script(text: str, table: dict[str, str]) -> str | None:
@@ -54,7 +61,7 @@ def formula(text: str) -> str:
     with a character Unicode cannot raise or lower (``^(-d/2)``, ``_g``) is left as it is."""
     for ascii_symbol, symbol in SYMBOLS.items():
         text = text.replace(ascii_symbol, symbol)
-    text = WORD.sub(lambda m: WORDS[m.group(1)], text)
+    text = WORD.sub(_word, text)
     text = POWER.sub(_power, text)
     text = NUMBERED.sub(lambda m: SUBSCRIPT[m.group(1)], text)
     text = ROOT.sub(r"√\1", ANGLE.sub(r"⟨\1⟩", text))

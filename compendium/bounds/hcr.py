@@ -41,8 +41,8 @@ __all__ = [
 ]
 
 
-#: The authors' LSQR tolerance (``lsqr_atol="code"``): ``atol`` is this factor times the smallest ``||z_tilde||`` of
-#: the examples of a solve (github.com/facebookresearch/hcrbounds).
+#: The authors' LSQR tolerance (``lsqr_atol="code"``), ``atol`` being this factor times the smallest ``||z_tilde||``
+#: of the examples of a solve (github.com/facebookresearch/hcrbounds).
 CODE_ATOL_FACTOR = 2e-2
 
 _SIGMA = "standard deviation of the dithering noise"

@@ -299,7 +299,7 @@ def figure2_regimes(rng: np.random.Generator, generator: torch.Generator, device
     u_norms = U.norm(dim=1).cpu().numpy()
     M2 = FIG2_ROWS
     regimes = {"C = m": float(u_norms.min()), "C = √M m": float(np.sqrt(M2) * u_norms.min()),
-               "C = 10 √M max|X|": float(10 * np.sqrt(M2) * u_norms.max())}
+               "C = 10 √M max‖X‖": float(10 * np.sqrt(M2) * u_norms.max())}
     frames = []
     for label, C in regimes.items():
         for s in FIG2_SIGMAS:
@@ -359,7 +359,7 @@ def plot_figure3():
     ``{(varied quantity, value): dB}``."""
     fixed = {"sigma": 1.0, "N": 1, "norm": 1.0}
     variations = {"σ": ("sigma", [0.1, 1.0, 10.0]), "N": ("N", [1, 10, 1000]),
-                  "smallest\nnorm |X|₂": ("norm", [0.1, 1.0, 10.0])}
+                  "smallest\nnorm ‖X‖": ("norm", [0.1, 1.0, 10.0])}
     eta_mse = np.geomspace(1.5709e-6, 663.49, 400)
     eta_psnr = np.linspace(-28.218, 58.039, 400)
     with plt.rc_context(READABLE_FONTS):
@@ -460,7 +460,7 @@ def plot_figure4(fig4: pd.DataFrame, images: torch.Tensor, norms: np.ndarray):
     norms = np.asarray(norms).astype(float)
     variances = images.double().cpu().numpy().reshape(len(images), -1).var(axis=1)
     e_mse, _ = figure4_mse_theory(norms, images[0].numel(), sig)
-    exact = "exact mean (Props. 2, 6)"  # MSE and NCC panels: one style, one legend entry
+    exact = "theory: Prop. 2's mean, Prop. 6 (large N)"  # MSE and NCC panels: one style, one legend entry
     theory = {"MSE": [(e_mse, exact, plotting.EXACT, ":")],
               "NCC": [([np.mean(mte.ncc_limit(s, norm=norms, variance=variances)) for s in sig], exact,
                        plotting.EXACT, ":"),
@@ -641,7 +641,7 @@ CLAIMS = (
           "{prf:ref}`mte-prop3`", REPRODUCED),
     Claim("mte-eq3", "Sec. 2.2, eq. (3)", "statement",
           "The Gaussian mechanism has the privacy profile $\\delta(\\varepsilon)=\\Phi(-\\varepsilon\\sigma+"
-          "\\frac1{2\\sigma})-e^\\varepsilon\\Phi(-\\varepsilon\\sigma-\\frac1{2\\sigma})$.",
+          "\\frac1{2\\sigma})$ $-\\,e^\\varepsilon\\Phi(-\\varepsilon\\sigma-\\frac1{2\\sigma})$.",
           "{prf:ref}`mte-def1`", REPRODUCED),
     Claim("mte-no-dp", "Sec. 3.2, eqs. (4)–(8)", "statement",
           "Without DP, a weight-gradient row of a linear layer divided by its bias gradient is the input, exactly.",

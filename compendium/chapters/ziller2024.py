@@ -619,7 +619,7 @@ CLAIMS = (
           "Eq. (4) holds in expectation over the data $X$, with $(1-\\beta)^2$ taken out of it.",
           "{numref}`ziller-fig-tightness`", DIFFERS, erratum=7),
     Claim("ziller-prop2", "Prop. 2, eq. (6)", "theorem",
-          "$\\mathbb E[\\mathrm{PSNR}]\\le10\\log_{10}(\\mathbb E[R^2]/(C^2\\sigma^2))$.", "{prf:ref}`ziller-prop2`",
+          "$\\mathbb E[\\mathrm{PSNR}]\\le$ $10\\log_{10}(\\mathbb E[R^2]/(C^2\\sigma^2))$.", "{prf:ref}`ziller-prop2`",
           DIFFERS, erratum=1),
     Claim("ziller-prop3", "Prop. 3, eqs. (7)–(9)", "theorem",
           "(7) is the expected NCC and (8) $(1+N\\sigma^2)^{-1/2}$ bounds it.", "{prf:ref}`ziller-prop3`",

@@ -195,7 +195,7 @@ def training_curves_figure(curves: pd.DataFrame, title: str | None = None):
         axes[1].plot(run["steps"], run["TPR@FPR=0.01"], "o-", ms=3, color=colours[N], label=f"N = {N}")
     axes[0].set(xlabel="reconstructor steps (batches of 32 heads)", ylabel="soft-min loss")
     axes[1].axhline(0.01, color=plotting.BOUND, lw=1, label="chance (TPR = FPR)")
-    axes[1].set(xlabel="reconstructor steps", ylabel="TPR at FPR = 0.01 (validation)")
+    axes[1].set(xlabel="reconstructor steps", ylabel="TPR at FPR = 0.01")
     for ax in axes:
         ax.legend(fontsize="small")
     if title is not None:
