@@ -33,6 +33,7 @@ written = _extension("written_numbers")
     ("noise_multiplier = sigma / C_g, mu_hat", "noise_multiplier = σ / C_g, μ_hat"),
     ("beta + zeta + eta + mu", "β + ζ + η + μ"),
     ("max_grad_norm >= ||X||, sqrt(abar_t)", "max_grad_norm ≥ ‖X‖, √ᾱₜ"),
+    ("delta = N^-1.1", "δ = N^-1.1"),  # a decimal exponent Unicode cannot raise
 ])
 def test_formula_in_unicode(ascii_text: str, shown: str) -> None:
     assert docmath.formula(ascii_text) == shown

@@ -772,6 +772,24 @@ def _rates(change, tpr, fpr, tpr01, n=1000):
             "TPR@FPR=0.01": tpr01, "TPR@FPR=0.01 SE": se(tpr01)}
 
 
+def test_figure_3_verdicts_want_a_significant_rise_with_the_shadow_heads():
+    """Figure 3a: the TPR at tau_NN rises with every further head count and by more than SIGNIFICANT_SE standard
+    errors of the difference from the fewest to the most; Figure 3b: larger initial weights weaken the attack."""
+    def row(factor, value, tpr, fpr, tpr01, accuracy):
+        return {"factor": factor, "value": value, "head accuracy": accuracy} | {
+            k: v for k, v in _rates("", tpr, fpr, tpr01).items() if k != "change"}
+
+    assert chapter.factor_verdicts(pd.DataFrame([row("shadow heads", 4000, 0.2, 0.05, 0.1, 0.9)])) == {
+        "tl-fig3a": None, "tl-fig3b": None}
+    rows = [row("shadow heads", 4000, 0.238, 0.05, 0.06, 0.9), row("shadow heads", 20000, 0.248, 0.05, 0.05, 0.9),
+            row("init std", 0.002, 0.248, 0.05, 0.05, 0.9), row("init std", 0.02, 0.2, 0.08, 0.03, 0.8)]
+    verdicts = chapter.factor_verdicts(pd.DataFrame(rows))
+    assert not verdicts["tl-fig3a"][0] and "+0.5 SE of the difference" in verdicts["tl-fig3a"][1]  # within noise
+    assert verdicts["tl-fig3b"][0]
+    rows[1] = row("shadow heads", 20000, 0.35, 0.05, 0.05, 0.9)  # a rise of several standard errors
+    assert chapter.factor_verdicts(pd.DataFrame(rows))["tl-fig3a"][0]
+
+
 def test_section_3_2_verdicts_are_decided_from_the_variants_table():
     """Adam: lower by more than SIGNIFICANT_SE standard errors and above chance; the other recipes: within
     SIGNIFICANT_SE of Table 3's on TPR and FPR; out of distribution: above chance.  Not run: no verdict."""

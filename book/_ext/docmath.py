@@ -27,7 +27,7 @@ FORMULA = re.compile(r"\^|\|\||<=|>=|!=|->|\bsqrt\b|\bsum_| [-+*/=] ")
 CODE = re.compile(r"[A-Za-z_]\.[A-Za-z_]|__")
 LITERAL = re.compile(r"``([^`]+)``")
 WORD = re.compile(r"(?<![A-Za-z0-9])(" + "|".join(sorted(WORDS, key=len, reverse=True)) + r")(?![A-Za-z])")
-POWER = re.compile(r"\^(\(([^()\s]+)\)|\{([^{}\s]+)\}|-?[0-9]+|-?[A-Za-z](?![A-Za-z0-9])|\+)")
+POWER = re.compile(r"\^(\(([^()\s]+)\)|\{([^{}\s]+)\}|-?[0-9]+(?![.0-9])|-?[A-Za-z](?![A-Za-z0-9])|\+)")
 NUMBERED = re.compile(r"(?<=[A-Za-zα-ωΑ-Ω])([0-9])(?![0-9A-Za-z])")  # x0, sigma1, H0
 ROOT = re.compile(r"√\((\w+)\)")  # √(T) -> √T
 ANGLE = re.compile(r"<(\S[^<>]*,[^<>]*\S)>")  # an inner product <g, t>

@@ -244,10 +244,10 @@ def theorem1_linear_gaussian_check(*, a, s, sigma) -> dict:
 
     ``J`` is most negative at ``delta = 0`` and largest at ``delta^2 = 3 ln(v2/v1) / (1/v1 - 1/v2)``
     (``v1 = sigma^2``, ``v2 = sigma^2 + a^2 s^2``; where ``phi_v2 / v2 = phi_v1 / v1``).  ``||grad_x grad_W F|| =
-    |a|`` and ``m1 = E|x0 - mu| = s sqrt(2/pi)``.  Returns the largest gap ``max_gap`` (signed) and ``max_abs_gap``,
-    where they occur, the bounds of eqs. (14) and (15, line 1) and :func:`theorem1_bound_true_lipschitz`, and
-    whether each bound holds for ``|J|``.  Eq. (14) fails, e.g., at ``a = 1, s = sigma = 0.1``
-    (``max J = 0.4987 > 0.3183``).
+    |a|`` and ``m1 = E|x0 - mu| = s sqrt(2/pi)``.  Returns the smallest gap ``min_gap`` (at ``delta = 0``), the
+    largest ``max_gap`` (signed) and ``max_abs_gap``, where the largest occurs, the bounds of eqs. (14) and (15,
+    line 1) and :func:`theorem1_bound_true_lipschitz`, and whether each bound holds for ``|J|``.  Eq. (14) fails,
+    e.g., at ``a = 1, s = sigma = 0.1`` (``max J = 0.4987 > 0.3183``).
     """
     a, s, sigma = _toy1_args(a, s, sigma)
     v1, v2 = sigma**2, sigma**2 + a * a * s * s
@@ -260,7 +260,8 @@ def theorem1_linear_gaussian_check(*, a, s, sigma) -> dict:
         at_zero = -linear_gaussian_jensen_gap(0.0, a=a, s=s, sigma=sigma)
     max_abs = max(max_gap, at_zero)
     eq14, line1, true = theorem1_bound(**kw), theorem1_bound_line1(**kw), theorem1_bound_true_lipschitz(**kw)
-    return {"a": a, "s": s, "sigma": sigma, "argmax_delta": peak, "max_gap": max_gap, "max_abs_gap": max_abs,
+    return {"a": a, "s": s, "sigma": sigma, "argmax_delta": peak, "min_gap": -at_zero, "max_gap": max_gap,
+            "max_abs_gap": max_abs,
             "bound_eq14": eq14, "bound_eq15_line1": line1, "bound_true_lipschitz": true,
             "eq14_holds_signed": bool(max_gap <= eq14), "eq14_holds": bool(max_abs <= eq14),
             "eq15_line1_holds": bool(max_abs <= line1), "true_lipschitz_holds": bool(max_abs <= true)}

@@ -166,8 +166,9 @@ class Plan:
                          f"{hours_text(s.hours)} {'on the CPU' if s.on_cpu else 'on the H200'} ({s.basis})")
         if self.measured is not None:
             lines.append(f"  total on 2 CPU cores: about {hours_text(self.hours_here())} (its kernel's CPU time in "
-                         "an earlier build, one thread: the chapter's SECONDS; the book's build runs the chapters side "
-                         "by side on the same cores, and the reproduce page gives the times of the build you read)")
+                         "an earlier build, one thread, as the chapter records it; the book's build runs the chapters "
+                         "side by side on the same cores, and the reproduce page gives the times of the build you "
+                         "read)")
         elif self.device is not None:
             lines.append(f"  total on this machine ({self.device.name}): {hours_text(self.hours_here())}")
         if self.scale == "paper":

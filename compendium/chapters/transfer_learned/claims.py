@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
 from compendium.attacks.transfer_heads import (
@@ -110,7 +111,8 @@ CLAIMS = (
     Claim("tl-fig3a", "Sec. 3.2 (1), Figure 3a", "figure", "The TPR grows with the number of shadow models.",
           "{ref}`tl-factors`", IN_SHAPE,
           reason="the digits at $N=10$, a sweep over the training shadow heads (at `book` and `paper` scale): the "
-                 "TPR at $\\tau_{NN}$ rises with their number"),
+                 f"TPR at $\\tau_{{NN}}$ rises with their number, by more than {SIGNIFICANT_SE:g} standard errors "
+                 "of the difference from the fewest to the most"),
     Claim("tl-fig3c", "Sec. 3.2 (2), Figure 3c", "figure",
           "Training the reconstructor longer raises the TPR at FPR = 0.01, until it overfits.",
           "{numref}`tl-fig-training`", IN_SHAPE,
@@ -292,6 +294,39 @@ def _above_chance(row, se: float = CHANCE_SE) -> bool:
 def _shift(row, reference, rate: str) -> float:
     """``row``'s change of ``rate`` from ``reference``'s in standard errors of the difference."""
     return standard_errors(row[rate] - reference[rate], math.hypot(row[f"{rate} SE"], reference[f"{rate} SE"]))
+
+
+def factor_verdicts(factors: pd.DataFrame) -> dict[str, tuple[bool, str] | None]:
+    """The verdicts of Figure 3a and 3b from :func:`factor_sweep`'s table (``None`` where the factor was not swept),
+    each ``(holds, found)``:
+
+    * ``tl-fig3a``: the TPR at ``tau_NN`` rises with every further number of training shadow heads, and from the
+      fewest to the most by more than :data:`SIGNIFICANT_SE` standard errors of the difference (the rule by which
+      Section 3.2's other points are read);
+    * ``tl-fig3b``: larger initial weights weaken the attack: the TPR at FPR = 0.01 falls with every larger
+      ``sigma_init``, and from the smallest to the largest the FPR at ``tau_NN`` rises and the heads' accuracy
+      falls."""
+    verdicts: dict[str, tuple[bool, str] | None] = {"tl-fig3a": None, "tl-fig3b": None}
+    by_count = factors[factors["factor"] == "shadow heads"].sort_values("value")
+    if len(by_count) > 1:
+        few, most = by_count.iloc[0], by_count.iloc[-1]
+        rise = _shift(most, few, "TPR*")
+        verdicts["tl-fig3a"] = (
+            bool(np.all(np.diff(by_count["TPR*"]) > 0)) and rise > SIGNIFICANT_SE,
+            "TPR at τ_NN " + ", ".join(f"{row['TPR*']:.3f} ± {row['TPR* SE']:.3f} with {int(row['value']):,}"
+                                       for _, row in by_count.iterrows())
+            + f" heads: {rise:+.1f} SE of the difference from the fewest to the most (more than "
+              f"{SIGNIFICANT_SE:g} counts)")
+    by_std = factors[factors["factor"] == "init std"].sort_values("value")
+    if len(by_std) > 1:
+        lo, hi = by_std.iloc[0], by_std.iloc[-1]
+        weaker = bool(np.all(np.diff(by_std["TPR@FPR=0.01"]) < 0))
+        verdicts["tl-fig3b"] = (
+            weaker and hi["FPR*"] > lo["FPR*"] and hi["head accuracy"] < lo["head accuracy"],
+            f"σ_init {lo['value']:g} → {hi['value']:g}: TPR at FPR = 0.01 {lo['TPR@FPR=0.01']:.3f} → "
+            f"{hi['TPR@FPR=0.01']:.3f}, FPR at τ_NN {lo['FPR*']:.3f} → {hi['FPR*']:.3f}, accuracy "
+            f"{lo['head accuracy']:.3f} → {hi['head accuracy']:.3f}")
+    return verdicts
 
 
 def variant_verdicts(variants: pd.DataFrame) -> dict[str, tuple[bool, str] | None]:

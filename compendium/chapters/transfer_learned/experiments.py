@@ -591,12 +591,14 @@ def factor_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: At
                  progress: bool = False) -> pd.DataFrame:
     """Section 3.2's factors at ``N = 10`` (Fig. 3a and 3b): the attack re-run with each number of training shadow
     heads in ``cfg.shadow_counts`` and with each initialisation standard deviation in ``cfg.init_stds``; one row per
-    run (the reference run, ``cfg.shadow_train`` heads at ``cfg.head_init_std``, is included in both)."""
+    run (the reference run, ``cfg.shadow_train`` heads at ``cfg.head_init_std``, is included in both), with the
+    standard errors of the rates at ``tau_NN``."""
     results = run_section(cfg, pool, extractor, "factors", progress=progress)
     results |= {("shadow heads", cfg.shadow_train): reference, ("init std", cfg.head_init_std): reference}
     return pd.DataFrame([{"factor": factor, "value": value,
                           "reconstructor steps": results[factor, value].history["steps"][-1],
-                          **_rates_row(results[factor, value])}
+                          **_rates_row(results[factor, value]),
+                          **{f"{rate} SE": results[factor, value].summary()[f"{rate} SE"] for rate in ("TPR*", "FPR*")}}
                          for factor in ("shadow heads", "init std")
                          for value in sorted(v for f, v in results if f == factor)])
 
