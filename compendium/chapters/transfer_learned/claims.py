@@ -315,8 +315,8 @@ def factor_verdicts(factors: pd.DataFrame) -> dict[str, tuple[bool, str] | None]
             bool(np.all(np.diff(by_count["TPR*"]) > 0)) and rise > SIGNIFICANT_SE,
             "TPR at τ_NN " + ", ".join(f"{row['TPR*']:.3f} ± {row['TPR* SE']:.3f} with {int(row['value']):,}"
                                        for _, row in by_count.iterrows())
-            + f" heads: {rise:+.1f} SE of the difference from the fewest to the most (more than "
-              f"{SIGNIFICANT_SE:g} counts)")
+            + f" heads: {rise:+.1f} SE of the difference from the fewest to the most (a rise counts beyond "
+              f"{SIGNIFICANT_SE:g} SE)")
     by_std = factors[factors["factor"] == "init std"].sort_values("value")
     if len(by_std) > 1:
         lo, hi = by_std.iloc[0], by_std.iloc[-1]
