@@ -582,23 +582,24 @@ def dp_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: Attack
 
 
 def _rates_row(result: AttackResult) -> dict[str, float]:
+    """A sweep's row of an attack: the heads' accuracy and the rates, each with its standard error."""
     s = result.summary()
     return {"head accuracy": s["head accuracy"], "TPR*": s["TPR*"], "FPR*": s["FPR*"],
-            "TPR@FPR=0.01": s["TPR@FPR=0.01"], "TPR@FPR=0.01 SE": s["TPR@FPR=0.01 SE"]}
+            "TPR@FPR=0.01": s["TPR@FPR=0.01"], "TPR@FPR=0.01 SE": s["TPR@FPR=0.01 SE"],
+            "TPR* SE": s["TPR* SE"], "FPR* SE": s["FPR* SE"]}
 
 
 def factor_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: AttackResult,
                  progress: bool = False) -> pd.DataFrame:
     """Section 3.2's factors at ``N = 10`` (Fig. 3a and 3b): the attack re-run with each number of training shadow
     heads in ``cfg.shadow_counts`` and with each initialisation standard deviation in ``cfg.init_stds``; one row per
-    run (the reference run, ``cfg.shadow_train`` heads at ``cfg.head_init_std``, is included in both), with the
-    standard errors of the rates at ``tau_NN``."""
+    run (the reference run, ``cfg.shadow_train`` heads at ``cfg.head_init_std``, is included in both), each rate with
+    its standard error."""
     results = run_section(cfg, pool, extractor, "factors", progress=progress)
     results |= {("shadow heads", cfg.shadow_train): reference, ("init std", cfg.head_init_std): reference}
     return pd.DataFrame([{"factor": factor, "value": value,
                           "reconstructor steps": results[factor, value].history["steps"][-1],
-                          **_rates_row(results[factor, value]),
-                          **{f"{rate} SE": results[factor, value].summary()[f"{rate} SE"] for rate in ("TPR*", "FPR*")}}
+                          **_rates_row(results[factor, value])}
                          for factor in ("shadow heads", "init std")
                          for value in sorted(v for f, v in results if f == factor)])
 
@@ -638,7 +639,6 @@ def variant_sweep(cfg: Settings, pool: Pools, extractor: Extractor, progress: bo
         rows.append({"change": "none (Table 3's full-batch SGD)" if change is None else change,
                      "gradient steps": HeadRecipe.of(cfg.dataset, 10, variant=specs[change].variant).steps,
                      **_rates_row(result),
-                     "TPR* SE": result.summary()["TPR* SE"], "FPR* SE": result.summary()["FPR* SE"],
                      "paper TPR*": paper[0], "paper FPR*": paper[1]})
     return pd.DataFrame(rows)
 
