@@ -153,6 +153,13 @@ class Card:
         claim = self._claim(key)
         self.findings[key] = Finding(claim, NOT_HERE, why, False)
 
+    def decided(self) -> list[dict[str, str]]:
+        """The rows this run's checks decided, in registration order, for the chapter's own table of findings: where
+        in the paper, what the run found and the verdict (the scorecard page adds the paper's words, the reasons and
+        the rows no check decides)."""
+        return [{"where": f.claim.where, "found here": f.found, "verdict": f.verdict}
+                for key in self.claims if (f := self.findings.get(key)) is not None and f.checked]
+
     def publish(self) -> str:
         """The card as JSON, every claim in registration order, for the notebook to glue under :data:`GLUE_KEY`.
         A claim no run decides (:data:`NOT_HERE`, :data:`NOT_CHECKABLE`) is recorded with its reason; a claim

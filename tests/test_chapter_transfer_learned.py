@@ -209,11 +209,14 @@ def test_table1_puts_the_papers_row_of_the_dataset_beside(tiny_attack):
 
 
 def test_dp_sweep_rows_and_reconstructions_per_noise_level(tiny_attack):
-    """Section 4's sweep on the tiny attack: a reference row without DP, one row per noise level with its epsilons,
-    and Figs. 5/16's reconstructions of the same validation set at every noise level."""
+    """Section 4's sweep on the tiny attack: a row without DP, one row per noise level with its epsilons, and
+    Figs. 5/16's reconstructions of the same validation set at every noise level.  The row without DP is the main
+    run's where the sweep has the main run's budget, else an attack of its own at the sweep's heads and steps."""
     cfg, pool, extractor, reference = tiny_attack
-    small = chapter.settings("ci", "cpu", shadow_train=256, shadow_val=16, reconstructor_steps=40, dp_set_size=20,
-                             dp_noise_multipliers=(0.5, 4.0), dp_shadow_train=256, dp_reconstructor_steps=40)
+    same = dict(shadow_train=256, shadow_val=16, reconstructor_steps=40, set_sizes=(10, 20), dp_set_size=20,
+                dp_noise_multipliers=(0.5, 4.0), dp_shadow_train=256, dp_reconstructor_steps=40)
+    small = chapter.settings("ci", "cpu", **same)
+    assert list(chapter.chapter_attacks(small)["DP-SGD"]) == [0.5, 4.0]
     sweep, shown = chapter.dp_sweep(small, pool, extractor, reference, examples=2)
     assert list(sweep["noise multiplier"]) == [0.0, 0.5, 4.0] and sweep["eps_prv"].iloc[0] == math.inf
     assert sweep["eps_prv"].iloc[1] > sweep["eps_prv"].iloc[2] > 0
@@ -222,6 +225,14 @@ def test_dp_sweep_rows_and_reconstructions_per_noise_level(tiny_attack):
         assert recon.shape == nearest.shape == (20, 1, 8, 8) and hit.shape == (20,)
     expected = chapter.reconstruction_examples(reference, pool, heads=2)
     assert all(torch.equal(a, b) for a, b in zip(shown[0.0], expected))
+
+    fewer = chapter.settings("ci", "cpu", **same | dict(dp_shadow_train=128, dp_noise_multipliers=(4.0,)))
+    assert chapter.chapter_attacks(fewer)["DP-SGD"][0.0] == chapter.Attack(20, shadow_train=128, steps=40)
+    sweep, shown = chapter.dp_sweep(fewer, pool, extractor, reference, examples=2)
+    assert list(sweep["noise multiplier"]) == [0.0, 4.0] and sweep["eps_prv"].iloc[0] == math.inf
+    own = chapter.run_section(fewer, pool, extractor, "DP-SGD")[0.0]
+    assert torch.equal(own.val_sets, reference.val_sets)  # its own attack, on the main run's victims
+    assert len(own.history["loss"]) and not torch.equal(own.h0, reference.h0)
 
 
 def test_binary_heads_attack_and_their_recipe(tiny_attack):
@@ -786,6 +797,10 @@ def test_figure_3_verdicts_want_a_significant_rise_with_the_shadow_heads():
     verdicts = chapter.factor_verdicts(pd.DataFrame(rows))
     assert not verdicts["tl-fig3a"][0] and "+0.5 SE of the difference" in verdicts["tl-fig3a"][1]  # within noise
     assert verdicts["tl-fig3b"][0]
+    assert "TPR at FPR = 0.01 0.050 → 0.030 (-2.3 SE), FPR at τ_NN 0.050 → 0.080 (+2.7 SE)" in verdicts["tl-fig3b"][1]
+    rows[3] = row("init std", 0.02, 0.2, 0.06, 0.04, 0.8)  # a fall and a rise within the noise
+    assert not chapter.factor_verdicts(pd.DataFrame(rows))["tl-fig3b"][0]
+    rows[3] = row("init std", 0.02, 0.2, 0.08, 0.03, 0.8)
     rows[1] = row("shadow heads", 20000, 0.35, 0.05, 0.05, 0.9)  # a rise of several standard errors
     assert chapter.factor_verdicts(pd.DataFrame(rows))["tl-fig3a"][0]
 
@@ -812,13 +827,34 @@ def test_section_4_verdicts_use_the_validation_heads_that_ran():
     """TPR* = FPR* under the strongest noise is judged with the run's own number of draws, not a scale's nominal
     count: the same gap passes with few validation heads and fails with many."""
     sweep = pd.DataFrame([{"noise multiplier": 0.0, "eps_prv": math.inf, "head accuracy": 0.8, "TPR*": 0.5,
-                           "FPR*": 0.1, "TPR@FPR=0.01": 0.3},
+                           "FPR*": 0.1, "TPR@FPR=0.01": 0.3, "TPR@FPR=0.01 SE": 0.01},
                           {"noise multiplier": 2.0, "eps_prv": 3.0, "head accuracy": 0.5, "TPR*": 0.22,
-                           "FPR*": 0.20, "TPR@FPR=0.01": 0.01}])
+                           "FPR*": 0.20, "TPR@FPR=0.01": 0.01, "TPR@FPR=0.01 SE": 0.001}])
     few = chapter.dp_verdicts(sweep, validation_heads=100)
     assert few["tl-fig4"][0] and few["tl-fig5"][0] and few["tl-conclusion"][0]
     assert "1,000 draws each" in few["tl-fig5"][1]
     assert not chapter.dp_verdicts(sweep, validation_heads=100_000)["tl-fig5"][0]
+
+
+def test_the_attack_counts_as_defended_only_beyond_two_standard_errors_below_gamma():
+    """The paper's rule (TPR at FPR = 0.01 at most gamma) interpolates the defended epsilon; a noise level within
+    SIGNIFICANT_SE standard errors of gamma is named as too close to tell, and the conclusion's least defending
+    noise must lie beyond them."""
+    sweep = pd.DataFrame([{"noise multiplier": 0.0, "eps_prv": math.inf, "head accuracy": 0.8, "TPR*": 0.5,
+                           "FPR*": 0.1, "TPR@FPR=0.01": 0.05, "TPR@FPR=0.01 SE": 0.002},
+                          {"noise multiplier": 0.5, "eps_prv": 40.0, "head accuracy": 0.75, "TPR*": 0.3,
+                           "FPR*": 0.2, "TPR@FPR=0.01": 0.0132, "TPR@FPR=0.01 SE": 0.0016},
+                          {"noise multiplier": 2.0, "eps_prv": 3.0, "head accuracy": 0.5, "TPR*": 0.2,
+                           "FPR*": 0.2, "TPR@FPR=0.01": 0.0098, "TPR@FPR=0.01 SE": 0.0014}])
+    said = chapter.defence_statement(sweep)
+    assert said.startswith("at every ε of the sweep, but at σ = 0.5 (ε = 40, TPR 0.0132 ± 0.0016)")
+    assert "σ = 2" not in said
+    found = chapter.dp_verdicts(sweep, validation_heads=100)["tl-conclusion"]
+    assert found[0] and "(σ = 2, ε = 3, TPR at FPR = 0.01 0.0098) costs 30 points" in found[1]
+    alone = sweep.iloc[:2]
+    assert chapter.defence_statement(alone).startswith("at every ε of the sweep, but")
+    assert chapter.dp_verdicts(alone, validation_heads=100)["tl-conclusion"] == (
+        False, "no noise level of the sweep defends the attack beyond 2 standard errors")
 
 
 def test_the_card_names_what_ran():
@@ -849,15 +885,15 @@ def test_jobs_are_the_notebooks_attacks_and_the_notebook_loads_a_finished_one(tm
     assert [(j.section, j.key, j.spec) for j in listed] == [
         (section, key, spec) for section, specs in sections.items() for key, spec in specs.items()]
     assert [j.label for j in listed] == ["Table 1: N = 10", "Table 1: N = 40", "unconditional: N = 10",
-                                         "identity: N = 10", "DP-SGD: σ = 8"]
-    assert [j.status() for j in listed] == ["to run"] * 5 and chapter.job_count(cfg) == 5
+                                         "identity: N = 10", "DP-SGD: without DP", "DP-SGD: σ = 8"]
+    assert [j.status() for j in listed] == ["to run"] * 6 and chapter.job_count(cfg) == 6
     assert listed[0].checkpoint.name == "reconstructor-mlp512-conditional-steps40-curves-val16.pt"
     assert listed[0].checkpoint.parent.name == "digits-N10-K256-std0.002-sigmaNone-seed0"
     job, result = chapter.run_job(cfg, 0, progress=False)
     assert job == listed[0] and job.status() == "done"
-    assert [j.status() for j in chapter.chapter_jobs(cfg)] == ["done"] + ["to run"] * 4
-    with pytest.raises(ValueError, match="index=5; allowed: 0 to 4"):
-        chapter.run_job(cfg, 5)
+    assert [j.status() for j in chapter.chapter_jobs(cfg)] == ["done"] + ["to run"] * 5
+    with pytest.raises(ValueError, match="index=6; allowed: 0 to 5"):
+        chapter.run_job(cfg, 6)
     with pytest.raises(ValueError, match="shadow_dir=None"):
         chapter.run_job(dataclasses.replace(cfg, shadow_dir=None), 0)
 
@@ -884,11 +920,11 @@ def test_stacked_reconstructors_give_the_attacks_of_separate_ones(tmp_path):
     separate = chapter.run_section(cfg, pool, extractor, "DP-SGD")
     stacked_cfg = dataclasses.replace(cfg, stack_reconstructors=True, shadow_dir=str(tmp_path))
     stacked = chapter.run_section(stacked_cfg, pool, extractor, "DP-SGD")
-    assert list(stacked) == [4.0, 8.0]
+    assert list(stacked) == [0.0, 4.0, 8.0]  # without DP at the sweep's budget, then each noise level
     for sigma, result in stacked.items():
         np.testing.assert_allclose(result.history["loss"], separate[sigma].history["loss"], rtol=1e-5)
         torch.testing.assert_close(result.h0, separate[sigma].h0, rtol=1e-4, atol=1e-6)
-    assert [j.status() for j in chapter.chapter_jobs(stacked_cfg) if j.section == "DP-SGD"] == ["done"] * 2
+    assert [j.status() for j in chapter.chapter_jobs(stacked_cfg) if j.section == "DP-SGD"] == ["done"] * 3
     again = chapter.run_section(dataclasses.replace(stacked_cfg, stack_reconstructors=False), pool, extractor,
                                 "DP-SGD")
     assert all(torch.equal(again[s].h0, stacked[s].h0) for s in stacked)

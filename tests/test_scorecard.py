@@ -155,6 +155,22 @@ def audit(key: str, executed: Path) -> dict:
     return card
 
 
+def test_a_chapter_shows_the_verdicts_its_run_decided():
+    """The chapter's own table (plotting.verdicts_table): the rows a check decided, in the card's order, with their
+    findings as a reader writes them; a row no check decided is left to the scorecard page."""
+    from compendium import plotting
+
+    card = Card("Paper A", _claims(), errata="t")
+    card.check("a-prop2", holds=True, found="`ci` scale: a gap of -0.04, to 1e-9")
+    card.passed("a-prop1", found="x")
+    card.not_run("a-fig1", why="the sweep runs at book scale")
+    assert card.decided() == [{"where": "Prop. 1", "found here": "x", "verdict": REPRODUCED},
+                              {"where": "Prop. 2", "found here": "`ci` scale: a gap of -0.04, to 1e-9",
+                               "verdict": DIFFERS}]
+    html = plotting.verdicts_table(card)._repr_html_()
+    assert "ci scale: a gap of \u22120.04, to 10\u207b\u2079" in html and "Figure 1" not in html
+
+
 def test_every_chapter_is_a_paper_with_a_card_or_a_tool():
     assert sorted(chapters.registry()) == sorted(PAPER_CHAPTERS + TOOL_CHAPTERS)
     for key in TOOL_CHAPTERS:
@@ -172,6 +188,8 @@ def test_every_paper_chapter_publishes_a_complete_card(key: str, executed_notebo
 CI_VERDICTS = {
     "tl-fig9": (REPRODUCED, "erratum 3's gap between Eq. (6) and the measured TPR at FPR = 0.01 is below a standard "
                             "error with ci's 200 validation heads a class; the check needs 5"),
+    "tl-conclusion": (DIFFERS, "ci's one noise level leaves the TPR at FPR = 0.01 within 2 standard errors of gamma "
+                               "(0.012 ± 0.0024 against 0.015), so no level counts as defended"),
 }
 
 

@@ -325,6 +325,16 @@ TRANSFER_POOL_IMAGES = {"digits": 1797, "mnist_digits": 20_000, "mnist": 124_800
 #: CelebA (Section 3.1): the adversary's "train+valid" photos and the victims' "test" ones, and what one holds in
 #: memory: a 64 x 64 face (uint8 for training, float32 for validation) and 2,048 float32 features.
 CELEBA_TRAIN, CELEBA_TEST = 182_637, 19_962
+
+
+def celeba_store() -> dict[str, int]:
+    """Bytes of what the CelebA experiment keeps of the photos, in memory and saved next to them: the training faces
+    (64 x 64, 8-bit), the test faces (float32) and both splits' 2,048 float32 features."""
+    face = 3 * 64**2
+    return {"training faces": CELEBA_TRAIN * face, "test faces": CELEBA_TEST * face * F32,
+            "features": (CELEBA_TRAIN + CELEBA_TEST) * 2048 * F32}
+
+
 #: WideResNet-50-2's forward cost on a 224 x 224 crop (GMACs, torchvision's figure) and EMNIST letters' training
 #: images (VGGtiny's pre-training set).
 WIDE_RESNET_GMACS, EMNIST_LETTERS_TRAIN = 11.4, 124_800
@@ -460,8 +470,7 @@ def _transfer(cfg):
     ram = [("pools (float32)", F32 * TRANSFER_POOL_IMAGES.get(cfg.dataset, 0) * math.prod(
         (TRANSFER_IMAGES[cfg.dataset][0], TRANSFER_IMAGES[cfg.dataset][1], TRANSFER_IMAGES[cfg.dataset][1])))]
     if cfg.identity_source == "celeba":
-        ram.append(("CelebA faces and features", CELEBA_TRAIN * 3 * 64**2 + CELEBA_TEST * 3 * 64**2 * F32
-                    + (CELEBA_TRAIN + CELEBA_TEST) * 2048 * F32))
+        ram.append(("CelebA faces and features", sum(celeba_store().values())))
     if not stored:
         ram.append(("the largest run's heads (held in memory)", max(store_bytes.values())))
     disk = []

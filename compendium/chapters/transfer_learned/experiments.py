@@ -439,10 +439,15 @@ def chapter_attacks(cfg: Settings) -> dict[str, dict[object, Attack]]:
     std", s)``; ``"unconditional"`` (Algorithm 2, ``N = 10``); ``"binary"``
     (:func:`binary_sweep`) keyed by ``canonical``; ``"variants"`` (:func:`variant_sweep`) keyed by the change
     (``None``: Table 3's recipe; :data:`OOD`); ``"identity"`` one per ``N`` of ``cfg.identity_set_sizes``;
-    ``"DP-SGD"`` (:func:`dp_sweep`) keyed by the noise multiplier.  The notebook, the sweeps and ``python -m
+    ``"DP-SGD"`` (:func:`dp_sweep`) keyed by the noise multiplier (0: without DP, where the sweep's budget is not
+    the main run's).  The notebook, the sweeps and ``python -m
     compendium jobs`` (:func:`~compendium.chapters.transfer_learned.jobs.chapter_jobs`) all read this one list."""
     changes = [*cfg.training_variants, *([OOD] if cfg.ood else [])]
     _, main_steps = attack.whole_passes(cfg.reconstructor_steps, heads=cfg.shadow_train)  # the main run's, as run
+    dp = {sigma: Attack(cfg.dp_set_size, shadow_train=cfg.dp_shadow_train, noise_multiplier=sigma,
+                        steps=cfg.dp_reconstructor_steps) for sigma in cfg.dp_noise_multipliers}
+    if not _dp_budget_is_main(cfg):  # the sweep's row without DP, at the sweep's budget
+        dp = {0.0: Attack(cfg.dp_set_size, shadow_train=cfg.dp_shadow_train, steps=cfg.dp_reconstructor_steps)} | dp
     return {
         "Table 1": {n: Attack(n, curves=True) for n in cfg.set_sizes},
         "factors": {**{("shadow heads", k): Attack(10, shadow_train=k, steps=main_steps) for k in cfg.shadow_counts
@@ -454,9 +459,16 @@ def chapter_attacks(cfg: Settings) -> dict[str, dict[object, Attack]]:
                                     variant=change if change in TRAINING_VARIANTS else None, ood=change == OOD)
                      for change in ([None, *changes] if changes else [])},
         "identity": {n: Attack(n, task="identity", curves=True) for n in cfg.identity_set_sizes},
-        "DP-SGD": {sigma: Attack(cfg.dp_set_size, shadow_train=cfg.dp_shadow_train, noise_multiplier=sigma,
-                                 steps=cfg.dp_reconstructor_steps) for sigma in cfg.dp_noise_multipliers},
+        "DP-SGD": dp,
     }
+
+
+def _dp_budget_is_main(cfg: Settings) -> bool:
+    """Whether the DP-SGD sweep's attacks get the main run's shadow heads and steps at one of its set sizes (the
+    ``paper`` scale): its row without DP is then the main run's, else an attack of its own at the sweep's budget
+    (key 0), so that every row of the sweep is equally strong."""
+    return (cfg.dp_set_size in cfg.set_sizes and cfg.dp_shadow_train == cfg.shadow_train
+            and cfg.dp_reconstructor_steps == cfg.reconstructor_steps)
 
 
 def run_section(cfg: Settings, pool: Pools, extractor: Extractor, section: str, *, progress: bool = False
@@ -567,16 +579,18 @@ def dp_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: Attack
     """Section 4 (Fig. 4) for ``N = cfg.dp_set_size``: for every noise multiplier, every head (training and
     validation shadow heads) is re-trained with DP-SGD and a fresh reconstructor is trained on them; one row per
     noise level with epsilon (PRV and RDP at the code's q = 1/2, and PRV at the stated q), the heads' test accuracy,
-    TPR*, FPR* and TPR at FPR = 0.01.  ``reference`` (the non-private attack at the same ``N``) is the first row.
-    Also returns Figs. 5 and 16's counterpart: per noise multiplier (0 for the reference), the
-    :func:`reconstruction_examples` of the first ``examples`` validation heads, trained on the same sets at every
-    noise level and in the reference (:data:`VALIDATION_STREAM`)."""
+    TPR*, FPR* and TPR at FPR = 0.01.  The first row (noise multiplier 0) is the attack without DP at the sweep's
+    own shadow heads and steps; ``reference`` (the main run's attack at the same ``N``) stands in for it where the
+    sweep's budget is the main run's.  Also returns Figs. 5 and 16's counterpart: per noise multiplier (0 without
+    DP), the :func:`reconstruction_examples` of the first ``examples`` validation heads, trained on the same sets at
+    every noise level (:data:`VALIDATION_STREAM`)."""
     recipe = HeadRecipe.of(cfg.dataset, cfg.dp_set_size, cfg.init_std)
-    rows = [{"noise multiplier": 0.0, "eps_prv": math.inf, "eps_rdp": math.inf, "eps_prv_stated_q": math.inf,
-             **_rates_row(reference)}]
-    shown = {0.0: reconstruction_examples(reference, pool, heads=examples)}
-    for sigma, result in run_section(cfg, pool, extractor, "DP-SGD", progress=progress).items():
-        rows.append({"noise multiplier": sigma, **epsilons(recipe, sigma), **_rates_row(result)})
+    results = {0.0: reference} | run_section(cfg, pool, extractor, "DP-SGD", progress=progress)
+    rows, shown = [], {}
+    for sigma, result in results.items():
+        eps = dict.fromkeys(("eps_prv", "eps_rdp", "eps_prv_stated_q"), math.inf) if sigma == 0 else epsilons(
+            recipe, sigma)
+        rows.append({"noise multiplier": sigma, **eps, **_rates_row(result)})
         shown[sigma] = reconstruction_examples(result, pool, heads=examples)
     return pd.DataFrame(rows), shown
 

@@ -63,7 +63,7 @@ class Job:
         elif self.section == "variants":
             what = "Table 3's recipe" if key is None else str(key)
         elif self.section == "DP-SGD":
-            what = f"σ = {key:g}"
+            what = "without DP" if key == 0 else f"σ = {key:g}"
         else:
             what = f"N = {key}"
         return f"{self.section}: {what}"

@@ -26,6 +26,7 @@ from compendium.chapters.transfer_learned.settings import (
     PAPER_ROW,
     PAPER_TABLE1,
     PAPER_TABLE5,
+    SIGNIFICANT_SE,
 )
 from compendium.data import Pools
 
@@ -186,18 +187,23 @@ def training_curves(results: list[AttackResult]) -> pd.DataFrame:
 def training_curves_figure(curves: pd.DataFrame, title: str | None = None):
     """Fig. 3c's layout for a :func:`training_curves` table, one colour per ``N``: Eq. (3) on the training batches
     (dashed) and on the validation heads (solid) against the reconstructor's steps, and beside it the validation
-    heads' TPR at FPR = 0.01 with chance (TPR = FPR)."""
-    fig, axes = plt.subplots(1, 2, figsize=(plotting.WIDTH, 3.2), layout="constrained")
+    heads' TPR at FPR = 0.01 with chance (TPR = FPR); one legend below both panels, where it covers no curve."""
+    from matplotlib.lines import Line2D
+
+    fig, axes = plt.subplots(1, 2, figsize=(plotting.WIDTH, 3.6), layout="constrained")
     colours = plotting.hue_colours(sorted(curves["N"].unique()))
     for N, run in curves.groupby("N"):
-        axes[0].plot(run["steps"], run["training loss"], "--", color=colours[N], label=f"N = {N}, training")
-        axes[0].plot(run["steps"], run["validation loss"], "-", color=colours[N], label=f"N = {N}, validation")
-        axes[1].plot(run["steps"], run["TPR@FPR=0.01"], "o-", ms=3, color=colours[N], label=f"N = {N}")
+        axes[0].plot(run["steps"], run["training loss"], "--", color=colours[N])
+        axes[0].plot(run["steps"], run["validation loss"], "-", color=colours[N])
+        axes[1].plot(run["steps"], run["TPR@FPR=0.01"], "o-", ms=3, color=colours[N])
     axes[0].set(xlabel="reconstructor steps (batches of 32 heads)", ylabel="soft-min loss")
-    axes[1].axhline(0.01, color=plotting.BOUND, lw=1, label="chance (TPR = FPR)")
+    axes[1].axhline(0.01, color=plotting.BOUND, lw=1)
     axes[1].set(xlabel="reconstructor steps", ylabel="TPR at FPR = 0.01")
-    for ax in axes:
-        ax.legend(fontsize="small")
+    keys = [Line2D([], [], color=colour, label=f"N = {N}") for N, colour in colours.items()]
+    keys += [Line2D([], [], color="grey", ls="--", label="training loss"),
+             Line2D([], [], color="grey", label="validation loss"),
+             Line2D([], [], color=plotting.BOUND, lw=1, label="chance (TPR = FPR)")]
+    fig.legend(handles=keys, loc="outside lower center", ncol=len(keys), fontsize="small")
     if title is not None:
         fig.suptitle(title)
     return fig
@@ -297,6 +303,23 @@ def defended_epsilon(sweep: pd.DataFrame, gamma: float = GAMMA) -> float:
             t = (gamma - tpr[i - 1]) / (tpr[i] - tpr[i - 1])
             return float(np.exp(np.log(eps[i - 1]) + t * (np.log(eps[i]) - np.log(eps[i - 1]))))
     return math.inf
+
+
+def defence_statement(sweep: pd.DataFrame, gamma: float = GAMMA) -> str:
+    """Where the sweep defends the attack, as a phrase for the prose: by the paper's rule (TPR at FPR = 0.01 at most
+    ``gamma``, :func:`defended_epsilon`), with the noise levels whose TPR lies within :data:`SIGNIFICANT_SE` standard
+    errors of ``gamma`` named: there the run cannot tell defended from not."""
+    defended = defended_epsilon(sweep, gamma)
+    where = ("at every ε of the sweep" if defended == math.inf else "at no ε of the sweep" if math.isnan(defended)
+             else f"for ε ≤ {defended:.3g} (log-linear interpolation)")
+    finite = sweep[np.isfinite(sweep["eps_prv"])]
+    close = finite[(finite["TPR@FPR=0.01"] - gamma).abs() <= SIGNIFICANT_SE * finite["TPR@FPR=0.01 SE"]]
+    if len(close):
+        where += ", but at " + " and ".join(
+            f"σ = {row['noise multiplier']:g} (ε = {row['eps_prv']:.3g}, TPR {row['TPR@FPR=0.01']:.4f} ± "
+            f"{row['TPR@FPR=0.01 SE']:.4f})" for _, row in close.iterrows()
+        ) + f" the TPR is within {SIGNIFICANT_SE:g} standard errors of γ, too close to tell"
+    return where
 
 
 def identity_grid(result: AttackResult, pool: Pools, *, heads: int | torch.Tensor, title: str, label: str = "head",
@@ -413,7 +436,7 @@ def standard_errors(difference: float, se: float) -> float:
 def variant_findings(variants: pd.DataFrame) -> str:
     """What :func:`variant_sweep`'s table says of each change, for the line under it: the TPR and FPR at ``tau_NN``
     of each row and its shift from the first row (Table 3's recipe) in standard errors of the difference, and which
-    change lowers the TPR the most and which moves it least."""
+    change lowers the TPR the most and which moves it least, with minus signs (:func:`plotting.written_numbers`)."""
     rows = variants.set_index("change")
     reference = rows.iloc[0]
     shifts = {name: standard_errors(row["TPR*"] - reference["TPR*"], math.hypot(row["TPR* SE"], reference["TPR* SE"]))
@@ -422,4 +445,4 @@ def variant_findings(variants: pd.DataFrame) -> str:
              f"{shift:+.1f} standard errors from Table 3's recipe" for name, shift in shifts.items()]
     lines.append(f"the largest drop: {min(shifts, key=shifts.get)}; the smallest change: "
                  f"{min(shifts, key=lambda name: abs(shifts[name]))}")
-    return "\n".join(lines)
+    return plotting.written_numbers("\n".join(lines))  # a minus sign, not a hyphen
