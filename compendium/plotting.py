@@ -251,19 +251,6 @@ class Table:
         return self.styler.to_string(delimiter="  ")
 
 
-def verdicts_table(card) -> Table:
-    """A chapter's own table of the verdicts its run decided (:meth:`compendium.scorecard.Card.decided`): where the
-    paper states each result, what the run found and the verdict.  The findings are MyST for the scorecard page; in
-    this HTML table their inline-code marks are dropped and their numbers written as a reader writes them
-    (:func:`written_numbers`)."""
-    import pandas as pd
-
-    def prose(text: str) -> str:
-        return written_numbers(text.replace("`", ""))
-
-    return table(pd.DataFrame(card.decided()), formats={"found here": prose})
-
-
 def table(frame, *, digits: int = 4, formats: dict | None = None, caption: str | None = None,
           errors: bool = False) -> Table:
     """The book's one table style: a result table as an HTML table that wraps to the page (see :class:`Table`).

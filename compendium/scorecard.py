@@ -109,12 +109,16 @@ class Card:
                 raise ValueError(f"claim {claim.key!r} is registered twice")
             self.claims[claim.key] = claim
         self.findings: dict[str, Finding] = {}
+        self._drawn = False  # the chapter's table of verdicts (decided_table) has been drawn
 
     def _claim(self, key: str) -> Claim:
         if key not in self.claims:
             raise ValueError(f"claim {key!r} is not among the {self.paper} claims; allowed: {sorted(self.claims)}")
         if key in self.findings:
             raise ValueError(f"claim {key!r} was already decided in this run (one check per claim)")
+        if self._drawn:
+            raise ValueError(f"claim {key!r} is decided after the chapter's table of verdicts was drawn "
+                             "(decided_table): draw it after the last check")
         claim = self.claims[key]
         if claim.expect not in CHECKED:
             raise ValueError(f"claim {key!r} is {claim.expect!r}: no check in the run decides it")
@@ -153,12 +157,20 @@ class Card:
         claim = self._claim(key)
         self.findings[key] = Finding(claim, NOT_HERE, why, False)
 
-    def decided(self) -> list[dict[str, str]]:
-        """The rows this run's checks decided, in registration order, for the chapter's own table of findings: where
-        in the paper, what the run found and the verdict (the scorecard page adds the paper's words, the reasons and
-        the rows no check decides)."""
-        return [{"where": f.claim.where, "found here": f.found, "verdict": f.verdict}
-                for key in self.claims if (f := self.findings.get(key)) is not None and f.checked]
+    def decided_table(self, *, label: str) -> str:
+        """The chapter's own table of the verdicts its run decided, as a MyST table named ``label`` (the notebook
+        glues it as Markdown and pastes it with ``{glue:md}``, so that its formulas and code read as on the
+        scorecard page): one row per claim a check decided, in registration order, with where the paper states it,
+        what the run found and the verdict; the scorecard page adds the paper's words, the reasons and the rows no
+        check decides.  Drawn after the chapter's last check: a claim recorded later is an error."""
+        self._drawn = True
+        lines = [f":::{{table}} Each result of {self.paper} that this run's checks decide: where the paper states it, "
+                 "what the run found and the verdict. The {doc}`scorecard </book/scorecard>` quotes the paper beside "
+                 "each row and links to the check.", f":name: {label}", "",
+                 "| Where | Found here | Verdict |", "|---|---|---|"]
+        lines += [f"| {_cell(f.claim.where)} | {_cell(f.found)} | **{f.verdict}** |"
+                  for key in self.claims if (f := self.findings.get(key)) is not None and f.checked]
+        return "\n".join([*lines, ":::"])
 
     def publish(self) -> str:
         """The card as JSON, every claim in registration order, for the notebook to glue under :data:`GLUE_KEY`.

@@ -255,3 +255,16 @@ def test_paper_pipeline_runs_at_paper_shapes(paper_shape_notebooks):
     text = "\n".join(o.get("text", "") for c in nbformat.read(executed, as_version=4).cells
                      if c.cell_type == "code" for o in c.get("outputs", []))
     assert "1 × 28 × 28" in text and "3 × 32 × 32" in text
+
+
+def test_median_shift_pairs_the_images_and_gives_its_standard_error():
+    """Figures 1 and 3's verdicts: the per-image median of one run's bounds against another's (or, with ``low``, a
+    run's lowest modes against all of its modes), paired over the images both ran, with the SE of the mean."""
+    first = np.ones((3, 1, 4, 4))
+    second = np.ones((4, 1, 4, 4)) * np.array([2.0, 3.0, 4.0, 9.0])[:, None, None, None]  # the 4th: left out
+    shift, se = chapter.median_shift(first, second)
+    assert shift == pytest.approx(2.0) and se == pytest.approx(np.std([1, 2, 3], ddof=1) / np.sqrt(3))
+    modes = np.ones((2, 1, 4, 4))
+    modes[:, :, :2, :2] = 5.0  # the lowest 2x2 of 16 modes: the all-mode median stays 1
+    assert chapter.median_shift(modes, modes, low=2) == (4.0, 0.0)
+    assert chapter.median_shift(first[:1], second[:1]) == (1.0, 0.0)  # one image: no spread

@@ -193,7 +193,9 @@ def test_training_curves_leave_the_run_unchanged(tiny_attack):
     assert curves["validation loss"].between(0, 2).all() and curves["TPR@FPR=0.01"].between(0, 1).all()
     fig = chapter.training_curves_figure(curves, title="t")
     losses, rates = fig.axes
-    assert [line.get_label() for line in losses.lines] == ["N = 20, training", "N = 20, validation"]
+    assert [line.get_linestyle() for line in losses.lines] == ["--", "-"]  # training, validation
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == [  # one legend, below both panels
+        "N = 20", "training loss", "validation loss", "chance (TPR = FPR)"]
     assert rates.lines[0].get_ydata().tolist() == curves["TPR@FPR=0.01"].tolist()
     assert fig._suptitle.get_text() == "t"
     with pytest.raises(ValueError, match="curves=True"):
@@ -797,7 +799,8 @@ def test_figure_3_verdicts_want_a_significant_rise_with_the_shadow_heads():
     verdicts = chapter.factor_verdicts(pd.DataFrame(rows))
     assert not verdicts["tl-fig3a"][0] and "+0.5 SE of the difference" in verdicts["tl-fig3a"][1]  # within noise
     assert verdicts["tl-fig3b"][0]
-    assert "TPR at FPR = 0.01 0.050 → 0.030 (-2.3 SE), FPR at τ_NN 0.050 → 0.080 (+2.7 SE)" in verdicts["tl-fig3b"][1]
+    found = verdicts["tl-fig3b"][1]
+    assert "TPR at FPR = 0.01 0.050 → 0.030 (\u22122.3 SE), FPR at τ_NN 0.050 → 0.080 (+2.7 SE)" in found
     rows[3] = row("init std", 0.02, 0.2, 0.06, 0.04, 0.8)  # a fall and a rise within the noise
     assert not chapter.factor_verdicts(pd.DataFrame(rows))["tl-fig3b"][0]
     rows[3] = row("init std", 0.02, 0.2, 0.08, 0.03, 0.8)
@@ -814,7 +817,7 @@ def test_section_3_2_verdicts_are_decided_from_the_variants_table():
             _rates(chapter.OOD, 0.05, 0.02, 0.05)]
     verdicts = chapter.variant_verdicts(pd.DataFrame(rows))
     assert verdicts["tl-adam"][0] and verdicts["tl-recipes"][0] and verdicts["tl-ood"][0]
-    assert "1 epoch 0.390 (-0.5) / 0.050 (+0.0)" in verdicts["tl-recipes"][1]
+    assert "1 epoch 0.390 (\u22120.5) / 0.050 (+0.0)" in verdicts["tl-recipes"][1]
     rows[2] = _rates("1 epoch", 0.20, 0.05, 0.05)  # a significant drop: the paper's "no significant changes" fails
     rows[4] = _rates(chapter.OOD, 0.0, 0.0, 0.0)  # a failed adversary
     verdicts = chapter.variant_verdicts(pd.DataFrame(rows))

@@ -156,19 +156,23 @@ def audit(key: str, executed: Path) -> dict:
 
 
 def test_a_chapter_shows_the_verdicts_its_run_decided():
-    """The chapter's own table (plotting.verdicts_table): the rows a check decided, in the card's order, with their
-    findings as a reader writes them; a row no check decided is left to the scorecard page."""
-    from compendium import plotting
-
+    """The chapter's own MyST table (Card.decided_table): the rows a check decided, in the card's order, with their
+    findings as MyST; a row no check decided is left to the scorecard page, and a check after the table is drawn is
+    an error (the table would miss it)."""
     card = Card("Paper A", _claims(), errata="t")
-    card.check("a-prop2", holds=True, found="`ci` scale: a gap of -0.04, to 1e-9")
+    card.check("a-prop2", holds=True, found="`ci` scale: a gap of -0.04 at $N=10$, a | b")
     card.passed("a-prop1", found="x")
     card.not_run("a-fig1", why="the sweep runs at book scale")
-    assert card.decided() == [{"where": "Prop. 1", "found here": "x", "verdict": REPRODUCED},
-                              {"where": "Prop. 2", "found here": "`ci` scale: a gap of -0.04, to 1e-9",
-                               "verdict": DIFFERS}]
-    html = plotting.verdicts_table(card)._repr_html_()
-    assert "ci scale: a gap of \u22120.04, to 10\u207b\u2079" in html and "Figure 1" not in html
+    assert card.decided_table(label="a-table-verdicts").splitlines() == [
+        ":::{table} Each result of Paper A that this run's checks decide: where the paper states it, what the run "
+        "found and the verdict. The {doc}`scorecard </book/scorecard>` quotes the paper beside each row and links to "
+        "the check.", ":name: a-table-verdicts", "", "| Where | Found here | Verdict |", "|---|---|---|",
+        "| Prop. 1 | x | **reproduced** |",
+        "| Prop. 2 | `ci` scale: a gap of -0.04 at $N=10,$ a \\| b | **differs** |", ":::"]
+    late = Card("Paper A", _claims(), errata="t")
+    late.decided_table(label="a-table-verdicts")
+    with pytest.raises(ValueError, match="after the chapter's table of verdicts was drawn"):
+        late.passed("a-prop1", found="late")
 
 
 def test_every_chapter_is_a_paper_with_a_card_or_a_tool():

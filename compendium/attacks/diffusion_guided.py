@@ -11,8 +11,9 @@ image and steers the reverse diffusion of an unconditional prior towards images 
 * Algorithm 1 (DPS-based, :func:`dps_reconstruct`): a DDPM step, then ``x_{t-1} -= zeta grad_{x_t} ||g - g(x0_hat)||``,
   the gradient taken through the attacked model's double back-propagation, Tweedie's formula and the denoiser.
 * Algorithm 2 (DSG-based, :func:`dsg_reconstruct`): a DDIM (eta = 1) mean ``u``, then a step of length
-  ``r = sqrt(n) sigma_t`` on the sphere around ``u``, in the direction ``d_sample + m_r (d_star - d_sample)`` that
-  mixes the sampler's own noise with the steepest descent ``d_star`` of the loss.
+  ``r = sqrt(n) sigma~_t`` (``sigma~_t`` the DDIM step's spread) on the sphere around ``u``, in the direction
+  ``d_sample + m_r (d_star - d_sample)`` that mixes the sampler's own noise with the steepest descent ``d_star`` of
+  the loss.
 * A gradient-matching baseline without a prior (:func:`gradient_matching`, DLG-style) and the prior alone
   (``zeta = 0``).
 * Reconstruction Vulnerability (Definition 3, Eq. 16): the Frobenius norm of the Jacobian of the weight gradient

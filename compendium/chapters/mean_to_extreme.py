@@ -325,8 +325,9 @@ def plot_figure2(fig2: pd.DataFrame, regimes: dict, u_norms: np.ndarray):
             sd_scale = np.maximum(np.array([u_norms.min(), u_norms.max()]) ** 2, regimes[label] ** 2 / FIG2_ROWS)
             for j, metric in enumerate(["MSE", "PSNR", "NCC"]):
                 ax = axes[i, j]
+                # manage_ticks=False: the axis's own ticks, whose labels carry a minus sign (−), not "-2.0"
                 ax.boxplot([sub[sub.sigma == s][metric] for s in sig2], positions=np.log10(sig2), widths=0.3,
-                           patch_artist=True, boxprops={"facecolor": "limegreen", "alpha": 0.5})
+                           patch_artist=True, boxprops={"facecolor": "limegreen", "alpha": 0.5}, manage_ticks=False)
                 if metric == "MSE":
                     lo = grid_s**2 * sd_scale[0] / 4 * stats.chi2(4).ppf(0.05)
                     hi = grid_s**2 * sd_scale[1] / 4 * stats.chi2(4).ppf(0.95)
@@ -455,7 +456,8 @@ def figure4_mse_theory(norms: np.ndarray, N: int, sigmas) -> tuple[np.ndarray, n
 def plot_figure4(fig4: pd.DataFrame, images: torch.Tensor, norms: np.ndarray):
     """The metrics of Figure 4 from :func:`figure4_records`, three panels per row (MSE, PSNR, NCC; NMI, SSIM[, LPIPS]):
     the mean over the images and its 10-90 % band against ``sigma``, with the per-image means of Prop. 2 (MSE) and of
-    Prop. 6's value and bound (28) (NCC); the legend takes the sixth panel when LPIPS is absent."""
+    Prop. 6's value and bound (28) (NCC); one legend below the panels (the sixth panel is empty when LPIPS is
+    absent)."""
     sig = np.array(sorted(fig4.sigma.unique()))
     norms = np.asarray(norms).astype(float)
     variances = images.double().cpu().numpy().reshape(len(images), -1).var(axis=1)
@@ -485,9 +487,8 @@ def plot_figure4(fig4: pd.DataFrame, images: torch.Tensor, norms: np.ndarray):
                 handles.setdefault(label, handle)
         if len(shown) < 6:
             axes[1, 2].axis("off")
-            axes[1, 2].legend(list(handles.values()), list(handles), loc="center", frameon=False)
-        else:
-            fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncol=3)
+        # below the panels: inside the empty sixth panel it widened that column and pushed the NCC panel away
+        fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncol=2)
         fig.suptitle(f"{len(images)} images, C = 1, M = 10,\nagainst the noise multiplier σ")
     return fig
 

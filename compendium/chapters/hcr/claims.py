@@ -153,7 +153,7 @@ def claims(cfg: Settings) -> tuple[Claim, ...]:
               "{numref}`hcr-fig-histograms-gray`", IN_SHAPE,
               reason=f"the smaller size gives the larger median bound, as in the paper's panels ({gray}), with the "
                      "code's LSQR tolerance, which shrinks with the size ({ref}`hcr-bounds` compares one fixed "
-                     "tolerance)"),
+                     "tolerance): per image, by more than two standard errors of the mean paired difference"),
         Claim("hcr-fig2", "Figure 2", "figure",
               "Reconstructions of three examples from MNIST's test set, at both sizes, beside the unperturbed image.",
               "{numref}`hcr-fig-bound-visual-gray`", DIFFERS, erratum=6),
@@ -166,7 +166,8 @@ def claims(cfg: Settings) -> tuple[Claim, ...]:
               f"and the lowest 8×8, peaking near {_modes('CIFAR-10')} normalised units at the larger size.",
               "{numref}`hcr-fig-histograms-colour`", IN_SHAPE,
               reason=f"the lowest-frequency modes have the larger median bound at both sizes, as in the paper's "
-                     f"panels ({colour})"),
+                     f"panels ({colour}): per image, by more than two standard errors of the mean paired "
+                     "difference"),
         Claim("hcr-fig4", "Figure 4", "figure",
               "Reconstructions of three examples from CIFAR-10's test set, at both sizes, beside the unperturbed "
               "image.", "{numref}`hcr-fig-bound-visual-colour`", DIFFERS, erratum=6),

@@ -12,7 +12,7 @@ from compendium.attacks.transfer_heads import (
     TRAINING_VARIANTS,
 )
 from compendium.base import plural
-from compendium.chapters.transfer_learned.results import standard_errors
+from compendium.chapters.transfer_learned.results import signed, standard_errors
 from compendium.chapters.transfer_learned.settings import (
     CHANCE_SE,
     GAMMA,
@@ -316,7 +316,7 @@ def factor_verdicts(factors: pd.DataFrame) -> dict[str, tuple[bool, str] | None]
             bool(np.all(np.diff(by_count["TPR*"]) > 0)) and rise > SIGNIFICANT_SE,
             "TPR at τ_NN " + ", ".join(f"{row['TPR*']:.3f} ± {row['TPR* SE']:.3f} with {int(row['value']):,}"
                                        for _, row in by_count.iterrows())
-            + f" heads: {rise:+.1f} SE of the difference from the fewest to the most (a rise counts beyond "
+            + f" heads: {signed(rise)} SE of the difference from the fewest to the most (a rise counts beyond "
               f"{SIGNIFICANT_SE:g} SE)")
     by_std = factors[factors["factor"] == "init std"].sort_values("value")
     if len(by_std) > 1:
@@ -326,8 +326,8 @@ def factor_verdicts(factors: pd.DataFrame) -> dict[str, tuple[bool, str] | None]
             bool(np.all(np.diff(by_std["TPR@FPR=0.01"]) < 0)) and min(fall, rise) > SIGNIFICANT_SE
             and hi["head accuracy"] < lo["head accuracy"],
             f"σ_init {lo['value']:g} → {hi['value']:g}: TPR at FPR = 0.01 {lo['TPR@FPR=0.01']:.3f} → "
-            f"{hi['TPR@FPR=0.01']:.3f} ({-fall:+.1f} SE), FPR at τ_NN {lo['FPR*']:.3f} → {hi['FPR*']:.3f} "
-            f"({rise:+.1f} SE), accuracy {lo['head accuracy']:.3f} → {hi['head accuracy']:.3f} (a change counts "
+            f"{hi['TPR@FPR=0.01']:.3f} ({signed(-fall)} SE), FPR at τ_NN {lo['FPR*']:.3f} → {hi['FPR*']:.3f} "
+            f"({signed(rise)} SE), accuracy {lo['head accuracy']:.3f} → {hi['head accuracy']:.3f} (a change counts "
             f"beyond {SIGNIFICANT_SE:g} SE)")
     return verdicts
 
@@ -351,7 +351,7 @@ def variant_verdicts(variants: pd.DataFrame) -> dict[str, tuple[bool, str] | Non
         verdicts["tl-adam"] = (
             _shift(adam, reference, "TPR*") < -SIGNIFICANT_SE and _above_chance(adam),
             f"TPR at τ_NN {reference['TPR*']:.3f} with SGD, {adam['TPR*']:.3f} with Adam "
-            f"({_shift(adam, reference, 'TPR*'):+.1f} SE); TPR at FPR = 0.01 with Adam {adam['TPR@FPR=0.01']:.3f} ± "
+            f"({signed(_shift(adam, reference, 'TPR*'))} SE); TPR at FPR = 0.01 with Adam {adam['TPR@FPR=0.01']:.3f} ± "
             f"{adam['TPR@FPR=0.01 SE']:.3f}")
     recipes = [name for name in rows.index[1:] if name in TRAINING_VARIANTS and name != "Adam"]
     if recipes:
@@ -360,7 +360,7 @@ def variant_verdicts(variants: pd.DataFrame) -> dict[str, tuple[bool, str] | Non
         verdicts["tl-recipes"] = (
             all(abs(t) <= SIGNIFICANT_SE and abs(f) <= SIGNIFICANT_SE for t, f in shifts.values()),
             "TPR / FPR at τ_NN against Table 3's recipe (shift in SE): " + "; ".join(
-                f"{name} {rows.loc[name, 'TPR*']:.3f} ({t:+.1f}) / {rows.loc[name, 'FPR*']:.3f} ({f:+.1f})"
+                f"{name} {rows.loc[name, 'TPR*']:.3f} ({signed(t)}) / {rows.loc[name, 'FPR*']:.3f} ({signed(f)})"
                 for name, (t, f) in shifts.items())
             + f"; Table 3's {reference['TPR*']:.3f} / {reference['FPR*']:.3f}")
     if OOD in rows.index:
@@ -386,7 +386,7 @@ def variant_summary(variants: pd.DataFrame) -> str:
     parts = []
     if verdicts["tl-adam"] is not None:
         adam = _shift(rows.loc["Adam"], reference, "TPR*")
-        parts.append(f"Adam moves the TPR at τ_NN by {adam:+.1f} standard errors, " + (
+        parts.append(f"Adam moves the TPR at τ_NN by {signed(adam)} standard errors, " + (
             "a significant fall with the attack above chance, as in the paper" if verdicts["tl-adam"][0] else
             "not the significant fall with the attack above chance that the paper reports"))
     recipes = [name for name in rows.index[1:] if name in TRAINING_VARIANTS and name != "Adam"]
@@ -396,7 +396,7 @@ def variant_summary(variants: pd.DataFrame) -> str:
         parts.append(f"every other recipe moves TPR and FPR at τ_NN by at most {SIGNIFICANT_SE:g} "
                      "standard errors, as the paper found" if verdicts["tl-recipes"][0] else
                      f"not every other recipe stays within {SIGNIFICANT_SE:g} standard errors: {worst} lowers the "
-                     f"TPR the most ({shifts[worst]:+.1f} standard errors)")
+                     f"TPR the most ({signed(shifts[worst])} standard errors)")
     if verdicts["tl-ood"] is not None:
         parts.append("the out-of-distribution adversary stays above chance at FPR = 0.01" if verdicts["tl-ood"][0]
                      else "the out-of-distribution adversary does not stay above chance at FPR = 0.01")

@@ -425,6 +425,12 @@ def table2_dims() -> dict[str, int]:
             for experiment, (features, dataset, identity) in PAPER_EXTRACTOR_FEATURES.items()}
 
 
+def signed(value: float) -> str:
+    """``value`` (standard errors) with one decimal and its sign, a minus sign (−) for a negative one and never
+    ``−0.0``."""
+    return f"{round(value, 1) + 0.0:+.1f}".replace("-", "\u2212")
+
+
 def standard_errors(difference: float, se: float) -> float:
     """``difference / se``, a difference in standard errors; where the standard error is 0 (a rate of 0 or 1 in a
     small run), infinite with the difference's sign, or 0 for no difference."""
@@ -442,7 +448,7 @@ def variant_findings(variants: pd.DataFrame) -> str:
     shifts = {name: standard_errors(row["TPR*"] - reference["TPR*"], math.hypot(row["TPR* SE"], reference["TPR* SE"]))
               for name, row in rows.iloc[1:].iterrows()}
     lines = [f"{name}: TPR / FPR at τ_NN {rows.loc[name, 'TPR*']:.3f} / {rows.loc[name, 'FPR*']:.3f}, TPR "
-             f"{shift:+.1f} standard errors from Table 3's recipe" for name, shift in shifts.items()]
+             f"{signed(shift)} standard errors from Table 3's recipe" for name, shift in shifts.items()]
     lines.append(f"the largest drop: {min(shifts, key=shifts.get)}; the smallest change: "
                  f"{min(shifts, key=lambda name: abs(shifts[name]))}")
     return plotting.written_numbers("\n".join(lines))  # a minus sign, not a hyphen
