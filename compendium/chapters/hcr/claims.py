@@ -63,7 +63,7 @@ def data_text(cfg: Settings) -> tuple[str, str]:
     findings: e.g. ``("scikit-learn's 8×8 digits, `ci` scale", "7 photo classes at 16×16, `ci` scale")``; the
     shipped MNIST digits name their training pool beside the paper's."""
     gray = {"digits": "scikit-learn's 8×8 digits", "mnist": "MNIST's 28×28 digits",
-            "mnist_digits": f"real MNIST digits at 28×28, trained on 8,000 (the paper: {PAPER_MNIST_TRAIN:,})"
+            "mnist_digits": f"real MNIST digits at 28×28, trained on 8,000 where the paper uses {PAPER_MNIST_TRAIN:,}"
             }[cfg.gray_data]
     colour = (f"7 photo classes at {cfg.colour_resolution}×{cfg.colour_resolution}" if cfg.colour_data == "photos"
               else "CIFAR-10 at 32×32")
@@ -152,8 +152,8 @@ def claims(cfg: Settings) -> tuple[Claim, ...]:
               f"the lowest 8×8, peaking near {_modes('MNIST')} normalised units at the larger size.",
               "{numref}`hcr-fig-histograms-gray`", IN_SHAPE,
               reason=f"the smaller size gives the larger median bound, as in the paper's panels ({gray}), with the "
-                     "code's LSQR tolerance, which shrinks with the size ({ref}`hcr-bounds` compares one fixed "
-                     "tolerance): per image, by more than two standard errors of the mean paired difference"),
+                     "code's LSQR tolerance, which shrinks with the size, per image by more than two standard errors "
+                     "of the mean paired difference; the section {ref}`hcr-bounds` compares one fixed tolerance"),
         Claim("hcr-fig2", "Figure 2", "figure",
               "Reconstructions of three examples from MNIST's test set, at both sizes, beside the unperturbed image.",
               "{numref}`hcr-fig-bound-visual-gray`", DIFFERS, erratum=6),

@@ -222,8 +222,8 @@ CLAIMS = (
           f"The CelebA heads' accuracy is {PAPER_TABLE5[10]['accuracy'][0]:.3f} at $N=10$, but they recognise only "
           f"{PAPER_TABLE5[10]['TPR'][0]:.1%} of the person's photos (TNR {PAPER_TABLE5[10]['TNR'][0]:.1%}).",
           "{ref}`tl-celeba`", IN_SHAPE,
-          reason=f"{_CELEBA_TASK}: each head recognises the other classes better than its own (paired), though a "
-                 "digit class is far easier to recognise than a face"),
+          reason=f"{_CELEBA_TASK}: each head recognises the other classes better than its own (paired); a digit "
+                 "class is a coarser target than a face"),
     Claim("tl-abstract", "Abstract (a)", "headline",
           "A weak adversary, knowing the released head, its training recipe and the data distribution but no "
           "gradient or seed, reconstructs training images of a transfer-learned classifier.", "{ref}`tl-table1`",
