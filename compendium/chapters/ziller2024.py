@@ -587,7 +587,7 @@ def claims(cfg: Settings) -> tuple[Claim, ...]:
         "ziller-fig1": f"the four properties, checked per cell ({data_used(cfg)})",
         "ziller-fig3": f"both properties, checked in every cell (the astronaut at {_fig3_sides(cfg.fig3_resolutions)}"
                        f", at `{cfg.scale}` scale; the paper's: {_fig3_sides(PAPER_FIG3_SIDES)})",
-        "ziller-fig4": f"NMI and SSIM never rise with σ at any C and fall overall, paired per image "
+        "ziller-fig4": f"NMI and SSIM never rise with σ beyond 6 SE at any C and fall overall, paired per image "
                        f"({data_used(cfg)}; LPIPS where installed)",
         "ziller-conclusion": "centred, clipped images attain bound (8); the MSE and PSNR follow the clipping bias "
                              f"({data_used(cfg)})",
@@ -673,8 +673,8 @@ CLAIMS = (
           "not change with it.", "{numref}`ziller-fig-resolutions`", DIFFERS, erratum=11),
     Claim("ziller-fig4", "Figure 4", "figure", "NMI, SSIM and a perceptual loss fall with $\\sigma$ for every $C$.",
           "{numref}`ziller-fig-no-closed-form`", IN_SHAPE,
-          reason=f"NMI and SSIM never rise with σ at any C and fall overall, paired per image ({_BOOK_DATA}; LPIPS "
-                 "where installed)"),
+          reason=f"NMI and SSIM never rise with σ beyond 6 SE at any C and fall overall, paired per image "
+                 f"({_BOOK_DATA}; LPIPS where installed)"),
     Claim("ziller-nmi-one", "Appendix C.1", "statement", "The NMI converges to 1 as $\\sigma$ grows.",
           "{ref}`ziller-nmi`", DIFFERS, erratum=12),
     Claim("ziller-fig5-8", "Figures 5–8", "figure",
