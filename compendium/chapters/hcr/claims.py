@@ -15,6 +15,7 @@ from compendium.chapters.hcr.settings import (
     PAPER_MNIST_TRAIN,
     PAPER_PRINTED_MNIST_MEAN,
     SCALES,
+    SIGNIFICANT_SE,
     Settings,
 )
 from compendium.scorecard import DIFFERS, IN_SHAPE, REPRODUCED, Claim
@@ -152,8 +153,9 @@ def claims(cfg: Settings) -> tuple[Claim, ...]:
               f"the lowest 8×8, peaking near {_modes('MNIST')} normalised units at the larger size.",
               "{numref}`hcr-fig-histograms-gray`", IN_SHAPE,
               reason=f"the smaller size gives the larger median bound, as in the paper's panels ({gray}), with the "
-                     "code's LSQR tolerance, which shrinks with the size, per image by more than two standard errors "
-                     "of the mean paired difference; the section {ref}`hcr-bounds` compares one fixed tolerance"),
+                     f"code's LSQR tolerance, which shrinks with the size, per image by more than {SIGNIFICANT_SE:g} "
+                     "standard errors of the mean paired difference; the section {ref}`hcr-bounds` compares one "
+                     "fixed tolerance"),
         Claim("hcr-fig2", "Figure 2", "figure",
               "Reconstructions of three examples from MNIST's test set, at both sizes, beside the unperturbed image.",
               "{numref}`hcr-fig-bound-visual-gray`", DIFFERS, erratum=6),
@@ -166,8 +168,8 @@ def claims(cfg: Settings) -> tuple[Claim, ...]:
               f"and the lowest 8×8, peaking near {_modes('CIFAR-10')} normalised units at the larger size.",
               "{numref}`hcr-fig-histograms-colour`", IN_SHAPE,
               reason=f"the lowest-frequency modes have the larger median bound at both sizes, as in the paper's "
-                     f"panels ({colour}): per image, by more than two standard errors of the mean paired "
-                     "difference"),
+                     f"panels ({colour}): per image, by more than {SIGNIFICANT_SE:g} standard errors of the mean "
+                     "paired difference"),
         Claim("hcr-fig4", "Figure 4", "figure",
               "Reconstructions of three examples from CIFAR-10's test set, at both sizes, beside the unperturbed "
               "image.", "{numref}`hcr-fig-bound-visual-colour`", DIFFERS, erratum=6),

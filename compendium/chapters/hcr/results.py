@@ -53,16 +53,11 @@ def mode_standard_error(bounds, *, low: int | None = None, draws: int = 200, see
     return float(np.std(modes, ddof=1))
 
 
-#: Standard errors of the mean paired difference beyond which the chapter calls one set of per-image median bounds
-#: larger than another (Figures 1 and 3: the images are few, and a median over the modes of one image varies).
-SIGNIFICANT_SE = 2.0
-
-
 def median_shift(first, second, *, low: int | None = None) -> tuple[float, float]:
-    """How much larger the per-image median bound of ``second`` is than ``first``'s (each (images, ..., H, W), DCT
-    modes; only the lowest ``low x low`` modes of ``second`` when ``low`` is given, its all-mode median against
-    ``first``'s, for the low-frequency comparison pass the same run twice), paired over the images both ran (the first
-    ones): ``(mean difference, its standard error)``, the error ``sd / sqrt(n)`` over the n images (0 for one)."""
+    """How much larger the per-image median bound of ``second`` is than that of ``first``, both (images, ..., H, W)
+    DCT modes, paired over the first images that both ran: ``(mean difference, its standard error sd / sqrt(n))``,
+    the error 0 for one image.  With ``low`` only the lowest ``low x low`` modes of ``second`` count, so that
+    ``median_shift(run, run, low=L)`` compares a run's lowest modes with all of its modes (Figure 3)."""
     n = min(len(first), len(second))
     second = second if low is None else hcr.low_frequency(second, low)
     diff = (np.median(np.asarray(second[:n]).reshape(n, -1), axis=1)

@@ -31,6 +31,9 @@ PAPER_RESTARTS = 25
 PAPER_REPETITIONS = 10
 #: Fewest bounded images for a histogram mode to be reported (with its bootstrap standard error over the images).
 MIN_MODE_IMAGES = 16
+#: Standard errors of the mean paired difference beyond which the chapter calls one set of per-image median bounds
+#: larger than another (Figures 1 and 3: the images are few, and a median over the modes of one image varies).
+SIGNIFICANT_SE = 2.0
 #: Accuracy in percent without and with dithering: Sec. 3.1 (MNIST), 3.2 (CIFAR-10), 3.3.1 (ResNet-18), 3.3.2 (Swin-T).
 PAPER_ACCURACY = {"MNIST": (97.9, 95.1), "CIFAR-10": (70.0, 50.0), "ResNet-18": (57.0, 54.0), "Swin-T": (64.0, 54.0)}
 #: kappa of the authors' code (the paper states no noise level): MNIST, CIFAR-10, ResNet-18, Swin-T.

@@ -588,8 +588,8 @@ def dp_sweep(cfg: Settings, pool: Pools, extractor: Extractor, reference: Attack
     results = {0.0: reference} | run_section(cfg, pool, extractor, "DP-SGD", progress=progress)
     rows, shown = [], {}
     for sigma, result in results.items():
-        eps = dict.fromkeys(("eps_prv", "eps_rdp", "eps_prv_stated_q"), math.inf) if sigma == 0 else epsilons(
-            recipe, sigma)
+        eps = (dict.fromkeys(("eps_prv", "eps_rdp", "eps_prv_stated_q"), math.inf) if sigma == 0
+               else epsilons(recipe, sigma))
         rows.append({"noise multiplier": sigma, **eps, **_rates_row(result)})
         shown[sigma] = reconstruction_examples(result, pool, heads=examples)
     return pd.DataFrame(rows), shown

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import matplotlib.pyplot as plt
+from matplotlib.lines import Line2D
 import numpy as np
 import pandas as pd
 import torch
@@ -188,8 +189,6 @@ def training_curves_figure(curves: pd.DataFrame, title: str | None = None):
     """Fig. 3c's layout for a :func:`training_curves` table, one colour per ``N``: Eq. (3) on the training batches
     (dashed) and on the validation heads (solid) against the reconstructor's steps, and beside it the validation
     heads' TPR at FPR = 0.01 with chance (TPR = FPR); one legend below both panels, where it covers no curve."""
-    from matplotlib.lines import Line2D
-
     fig, axes = plt.subplots(1, 2, figsize=(plotting.WIDTH, 3.6), layout="constrained")
     colours = plotting.hue_colours(sorted(curves["N"].unique()))
     for N, run in curves.groupby("N"):
@@ -426,9 +425,9 @@ def table2_dims() -> dict[str, int]:
 
 
 def signed(value: float) -> str:
-    """``value`` (standard errors) with one decimal and its sign, a minus sign (−) for a negative one and never
-    ``−0.0``."""
-    return f"{round(value, 1) + 0.0:+.1f}".replace("-", "\u2212")
+    """``value`` (standard errors) with one decimal and its sign, a minus sign (−) for a negative one
+    (:func:`plotting.written_numbers`) and never ``−0.0``."""
+    return plotting.written_numbers(f"{round(value, 1) + 0.0:+.1f}")
 
 
 def standard_errors(difference: float, se: float) -> float:
@@ -442,7 +441,7 @@ def standard_errors(difference: float, se: float) -> float:
 def variant_findings(variants: pd.DataFrame) -> str:
     """What :func:`variant_sweep`'s table says of each change, for the line under it: the TPR and FPR at ``tau_NN``
     of each row and its shift from the first row (Table 3's recipe) in standard errors of the difference, and which
-    change lowers the TPR the most and which moves it least, with minus signs (:func:`plotting.written_numbers`)."""
+    change lowers the TPR the most and which moves it least."""
     rows = variants.set_index("change")
     reference = rows.iloc[0]
     shifts = {name: standard_errors(row["TPR*"] - reference["TPR*"], math.hypot(row["TPR* SE"], reference["TPR* SE"]))
@@ -451,4 +450,4 @@ def variant_findings(variants: pd.DataFrame) -> str:
              f"{signed(shift)} standard errors from Table 3's recipe" for name, shift in shifts.items()]
     lines.append(f"the largest drop: {min(shifts, key=shifts.get)}; the smallest change: "
                  f"{min(shifts, key=lambda name: abs(shifts[name]))}")
-    return plotting.written_numbers("\n".join(lines))  # a minus sign, not a hyphen
+    return "\n".join(lines)
